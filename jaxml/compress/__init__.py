@@ -1,0 +1,1 @@
+"""Compression: quantizers, GPTQ, AWQ, pruning (shared by the LQER and compressed-trust papers)."""

@@ -1,0 +1,72 @@
+"""The baseline: a small CNN on Fashion-MNIST trained with the one loop.
+
+Registered as task and experiment `examples/fashion_mnist_cnn`; config in
+`configs/fashion_mnist_cnn.py` (its docstring is the runbook with the measured numbers).
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+
+from jaxml.core import registry
+from jaxml.core.classification import ClassificationTask
+from jaxml.core.experiment import Result
+from jaxml.core.train import train_and_evaluate
+from jaxml.data import fashion_mnist
+from jaxml.data.pipeline import ArraySource, Source
+from jaxml.models.cnn import CNN
+
+
+def _subset(source: Source, n: int) -> Source:
+    """The first `n` examples (n <= 0: all); a config choice for tiny runs, logged by the loop."""
+    if n <= 0 or n >= len(source):
+        return source
+    return ArraySource(source[np.arange(n)])
+
+
+@registry.task("examples/fashion_mnist_cnn")
+def make_task(config) -> ClassificationTask:
+    model = CNN(num_classes=10, features=tuple(config.model.features), hidden=config.model.hidden,
+                dropout=config.model.dropout)
+    train = _subset(fashion_mnist.load("train"), config.data.train_examples)
+    test = _subset(fashion_mnist.load("test"), config.data.test_examples)
+    return ClassificationTask(model=model, train_source=train, eval_sources={"test": test})
+
+
+@registry.experiment("examples/fashion_mnist_cnn")
+def fashion_mnist_cnn(config, workdir) -> Result:
+    """Trains the CNN, returns test accuracy and writes the training-curve figure."""
+    outcome = train_and_evaluate(config, workdir, task=make_task(config))
+    figure = plot_training_curves(workdir, pathlib.Path(workdir) / "fashion_mnist_cnn_curves.png")
+    return Result(
+        metrics={"test_accuracy": outcome.metrics["test/accuracy"],
+                 "test_loss": outcome.metrics["test/loss"],
+                 "train_time_s": outcome.metrics["train_time_s"]},
+        headline="test_accuracy",
+        figures=[str(figure)],
+        status="baseline",
+        notes=f"{config.num_epochs:g} epochs, batch {config.batch_size}, CNN {tuple(config.model.features)}",
+    )
+
+
+def plot_training_curves(workdir, out: pathlib.Path) -> pathlib.Path:
+    """Train loss against step, and eval accuracy where it was measured, from metrics.jsonl."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxml.core.metrics import read_metrics
+
+    train = read_metrics(workdir, "train")
+    evals = [r for r in read_metrics(workdir, "eval") if "test/accuracy" in r]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    ax1.plot([r["step"] for r in train], [r["loss"] for r in train])
+    ax1.set(xlabel="step", ylabel="train loss", title="Fashion-MNIST CNN: training loss")
+    ax2.plot([r["step"] for r in evals], [r["test/accuracy"] for r in evals], marker="o")
+    ax2.set(xlabel="step", ylabel="test accuracy", title="test accuracy")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

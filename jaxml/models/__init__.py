@@ -1,0 +1,1 @@
+"""Shared backbones and their weight loaders (Flax linen, pure functions of params)."""

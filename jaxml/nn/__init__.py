@@ -1,0 +1,1 @@
+"""Shared Flax (linen) layers: attention (through kernels/), norms, rotary, MLPs."""

@@ -1,0 +1,147 @@
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import chex
+import jax
+import numpy as np
+import pytest
+
+from jaxml.core import mesh as mesh_lib
+from jaxml.core import train
+from jaxml.core.metrics import read_metrics
+from jaxml.core.optim import make_optimizer
+from jaxml.core.testing import RegressionTask, regression_config
+
+
+def _one_step(devices, config, task):
+    mesh = mesh_lib.mesh_from_config(config.mesh, devices)
+    source = task.train_data()
+    tx, schedule = make_optimizer(config.optimizer, config.schedule, config.num_steps)
+    state, shardings, _ = train.create_train_state(task, config, mesh, tx, source[np.arange(2)])
+    step = train.make_train_step(task, tx, schedule, shardings, mesh)
+    batch = source[np.arange(config.batch_size)]
+    state, metrics = step(state, mesh_lib.global_batch(batch, mesh))
+    return jax.device_get(state.params), jax.device_get(metrics)
+
+
+def test_eight_devices_match_one_device(devices8):
+    task = RegressionTask(hidden=16)
+    config = regression_config()
+    params1, metrics1 = _one_step(devices8[:1], config, task)
+    params8, metrics8 = _one_step(devices8, config, task)
+    # Same global batch: only the float32 reduction order differs.
+    np.testing.assert_allclose(metrics8["loss"], metrics1["loss"], rtol=1e-6)
+    np.testing.assert_allclose(metrics8["grad_norm"], metrics1["grad_norm"], rtol=1e-5)
+    chex.assert_trees_all_close(params8, params1, rtol=1e-5, atol=1e-7)
+    # ...and the step did change the parameters (so the comparison is not vacuous).
+    task_params0 = task.init(jax.random.split(jax.random.PRNGKey(0))[0], task.train_data()[np.arange(2)])
+    assert not np.allclose(params1["hidden"]["kernel"], task_params0["hidden"]["kernel"])
+
+
+def test_model_axis_sharding_matches_replicated(devices8):
+    task = RegressionTask(hidden=16)
+    sharded = regression_config(mesh={"data": 4, "model": 2},
+                                param_sharding=(("hidden/kernel", (None, "model")),))
+    params_r, metrics_r = _one_step(devices8, regression_config(), task)
+    params_s, metrics_s = _one_step(devices8, sharded, task)
+    np.testing.assert_allclose(metrics_s["loss"], metrics_r["loss"], rtol=1e-6)
+    chex.assert_trees_all_close(params_s, params_r, rtol=1e-5, atol=1e-7)
+
+
+def test_param_sharding_rule_that_does_not_divide_is_an_error(devices8):
+    task = RegressionTask(hidden=15)
+    config = regression_config(mesh={"data": 4, "model": 2}, param_sharding=(("hidden/kernel", (None, "model")),))
+    with pytest.raises(ValueError, match="not divisible by mesh axis 'model'"):
+        _one_step(devices8, config, task)
+
+
+def test_training_reduces_loss_and_evaluates_every_example(tmp_path, devices8):
+    task = RegressionTask()
+    outcome = train.train_and_evaluate(regression_config(num_steps=200), tmp_path, task=task)
+    records = read_metrics(tmp_path, "train")
+    assert [r["step"] for r in records][-1] == 200
+    assert records[-1]["loss"] < 0.5 * records[0]["loss"]
+    # The final eval averages all 256 examples (padded batches of 48): recompute it by hand.
+    params = jax.device_get(outcome.state.params)
+    arrays = task.eval_data()["train"].arrays
+    by_hand = float(np.mean(np.asarray(task.evaluate(params, arrays)["mse"])))
+    np.testing.assert_allclose(outcome.metrics["train/mse"], by_hand, rtol=1e-5)
+
+
+def test_project_hook_runs_after_every_step(tmp_path, devices8):
+    outcome = train.train_and_evaluate(regression_config(num_steps=5), tmp_path,
+                                       task=RegressionTask(project_nonnegative=True))
+    kernel = np.asarray(jax.device_get(outcome.state.params["hidden"]["kernel"]))
+    assert kernel.min() >= 0.0 and kernel.max() > 0.0
+
+
+def test_non_finite_loss_stops_with_a_clear_error(tmp_path, devices8):
+    config = regression_config(num_steps=30, checkpoint_every_steps=2, batch_size=32)
+    # Example 100 sits in some batch of the first epoch (8 batches of 32).
+    bad_step = next(s for s in range(8) if 100 in train.pipeline.train_indices(256, 32, 0, s))
+    with pytest.raises(train.NonFiniteLossError, match=rf"loss = nan at step {bad_step + 1}\b"):
+        train.train_and_evaluate(config, tmp_path, task=RegressionTask(nan_example=100))
+    steps = sorted(int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit())
+    assert all(s <= bad_step for s in steps), f"a checkpoint after the NaN step was written: {steps}"
+
+
+def test_batch_size_must_divide_over_devices(tmp_path, devices8):
+    with pytest.raises(ValueError, match="batch_size=12 must be divisible by the data axis size 8"):
+        train.train_and_evaluate(regression_config(batch_size=12), tmp_path, task=RegressionTask())
+
+
+_KILLABLE = textwrap.dedent("""
+    import sys
+    from jaxml.core import train
+    from jaxml.core.testing import RegressionTask, regression_config
+    config = regression_config(num_steps=60, checkpoint_every_steps=5, async_checkpoint=True)
+    train.train_and_evaluate(config, sys.argv[1], task=RegressionTask(delay_s=float(sys.argv[2])))
+""")
+
+
+def test_kill_and_resume_is_bit_identical(tmp_path, devices8):
+    config = regression_config(num_steps=60, checkpoint_every_steps=5, async_checkpoint=True)
+    reference = train.train_and_evaluate(config, tmp_path / "straight", task=RegressionTask())
+
+    workdir = tmp_path / "killed"
+    env = dict(os.environ, JAXML_QUIET="1")
+    proc = subprocess.Popen([sys.executable, "-c", _KILLABLE, str(workdir), "0.05"], env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once two checkpoints exist (around step 10 of 60)
+        ckpts = [p for p in (workdir / "checkpoints").glob("*") if p.name.isdigit()] if workdir.exists() else []
+        if len(ckpts) >= 2 or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+
+    resumed = train.train_and_evaluate(config, workdir, task=RegressionTask())
+    assert resumed.resumed_from is not None and 5 <= resumed.resumed_from < 60
+    chex.assert_trees_all_equal(jax.device_get(resumed.state.params), jax.device_get(reference.state.params))
+    chex.assert_trees_all_equal(jax.device_get(resumed.state.opt_state), jax.device_get(reference.state.opt_state))
+    # metrics.jsonl has each logged step once, in order, after the resume.
+    steps = [r["step"] for r in read_metrics(workdir, "train")]
+    assert steps == sorted(set(steps)) and steps[-1] == 60
+
+
+def test_rerun_of_finished_workdir_trains_nothing(tmp_path, devices8):
+    config = regression_config(num_steps=10)
+    first = train.train_and_evaluate(config, tmp_path, task=RegressionTask())
+    again = train.train_and_evaluate(config, tmp_path, task=RegressionTask())
+    assert again.resumed_from == 10
+    chex.assert_trees_all_equal(jax.device_get(again.state.params), jax.device_get(first.state.params))
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["num_steps"] == 10
+
+
+def test_changed_config_keeps_the_old_one(tmp_path, devices8):
+    train.train_and_evaluate(regression_config(num_steps=5), tmp_path, task=RegressionTask())
+    train.train_and_evaluate(regression_config(num_steps=10), tmp_path, task=RegressionTask())
+    assert json.loads((tmp_path / "config.prev-1.json").read_text())["num_steps"] == 5
+    assert json.loads((tmp_path / "config.json").read_text())["num_steps"] == 10
