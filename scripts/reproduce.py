@@ -23,7 +23,7 @@ import traceback
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 
 _PAPERS = flags.DEFINE_list("papers", None, "Slugs to run (default: every paper with a reproduce experiment).")
 _SCALE = flags.DEFINE_enum("scale", "quick", ["tiny", "quick", "full"], "Scale passed to each config.")
@@ -58,6 +58,8 @@ def _fmt(value) -> str:
 
 
 def main(argv):
+    if not flags.FLAGS["verbosity"].present:  # orbax logs every checkpoint at INFO; -v 0 shows it
+        logging.set_verbosity(logging.WARNING)
     del argv
     from jaxml.core import distributed
     distributed.initialize(_DISTRIBUTED.value)

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, path.py[:arg].", lock_config=True)
@@ -30,6 +30,8 @@ _LIST = flags.DEFINE_bool("list", False, "List the registered experiments and ex
 
 
 def main(argv):
+    if not flags.FLAGS["verbosity"].present:  # orbax logs every checkpoint at INFO; -v 0 shows it
+        logging.set_verbosity(logging.WARNING)
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     from jaxml.core import distributed

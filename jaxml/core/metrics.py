@@ -22,6 +22,7 @@ class MetricWriter:
         self.path = pathlib.Path(workdir) / "metrics.jsonl"
         self.active = jax.process_index() == 0
         self._tb = None
+        self.resumed_records: list[dict[str, Any]] = []
         if not self.active:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,11 +41,19 @@ class MetricWriter:
                 with open(self.path.with_suffix(".jsonl.discarded"), "a") as f:
                     f.write("\n".join(drop) + "\n")
             self.path.write_text("".join(l + "\n" for l in keep))
+            self.resumed_records = [json.loads(l) for l in keep]
         try:
             from tensorboardX import SummaryWriter  # optional
             self._tb = SummaryWriter(str(self.path.parent / "tensorboard"))
         except ImportError:
             self._tb = None
+
+    def last(self, split: str, key: str, default: float) -> float:
+        """The newest value of `key` among the `split` records kept from before a resume."""
+        for record in reversed(self.resumed_records):
+            if record.get("split") == split and key in record:
+                return float(record[key])
+        return default
 
     def write(self, step: int, split: str, metrics: dict[str, Any]) -> None:
         if not self.active:

@@ -71,7 +71,8 @@ class TrainOutcome:
     Attributes:
       state: the final TrainState (sharded over the mesh).
       metrics: final evaluation metrics `{"<split>/<name>": float}` plus `train/loss` (the mean
-        over the last logging window) and `train_time_s` (this process's wall time in the loop).
+        over the last logging window) and `train_time_s` (wall time of the training loop, step
+        compilation and periodic evals included, summed over the runs of a resumed training).
       workdir: where checkpoints and metrics.jsonl live.
       resumed_from: the checkpoint step training resumed from (None for a fresh run).
     """
@@ -257,6 +258,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
     window: list[dict[str, float]] = []
     last_train: dict[str, float] = {}
     t0 = time.perf_counter()
+    earlier_time = writer.last("train", "elapsed_s", 0.0) if start > 0 else 0.0  # runs before a resume
 
     def flush():
         nonlocal pending
@@ -277,7 +279,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
             flush()
             last_train = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
             window.clear()
-            writer.write(done, "train", last_train)
+            writer.write(done, "train", {**last_train, "elapsed_s": earlier_time + time.perf_counter() - t0})
             progress.log(f"{rate.line(done)} loss {last_train['loss']:.4f}")
         if config.eval_every_steps > 0 and done % config.eval_every_steps == 0 and not is_last:
             flush()
@@ -288,7 +290,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
             flush()
             ckpt.save(done, state)
     flush()
-    train_time = time.perf_counter() - t0
+    train_time = earlier_time + time.perf_counter() - t0
     if steps > start or ckpt.latest_step() != steps:
         ckpt.save(steps, state, force=True)
     ckpt.close()

@@ -38,7 +38,8 @@ def make_task(config) -> ClassificationTask:
 @registry.experiment("examples/fashion_mnist_cnn")
 def fashion_mnist_cnn(config, workdir) -> Result:
     """Trains the CNN, returns test accuracy and writes the training-curve figure."""
-    outcome = train_and_evaluate(config, workdir, task=make_task(config))
+    task = make_task(config)
+    outcome = train_and_evaluate(config, workdir, task=task)
     figure = plot_training_curves(workdir, pathlib.Path(workdir) / "fashion_mnist_cnn_curves.png")
     return Result(
         metrics={"test_accuracy": outcome.metrics["test/accuracy"],
@@ -47,7 +48,10 @@ def fashion_mnist_cnn(config, workdir) -> Result:
         headline="test_accuracy",
         figures=[str(figure)],
         status="baseline",
-        notes=f"{config.num_epochs:g} epochs, batch {config.batch_size}, CNN {tuple(config.model.features)}",
+        notes=(f"{int(outcome.state.step)} steps of batch {config.batch_size} on "
+               f"{len(task.train_data())} training images; CNN features "
+               f"{tuple(config.model.features)}, hidden {config.model.hidden}; training-loop wall time "
+               f"{outcome.metrics['train_time_s']:.0f}s."),
     )
 
 

@@ -1,0 +1,45 @@
+"""The two entry points, run as a user runs them."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CONFIG = "jaxml/core/examples/configs/fashion_mnist_cnn.py"
+
+
+def _run(args, cwd):
+    env = dict(os.environ, JAXML_QUIET="1")
+    env.pop("XLA_FLAGS", None)  # as a user runs it: one CPU device
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_run_py_trains_with_overrides_and_writes_result(tmp_path):
+    proc = _run([str(ROOT / "scripts/run.py"), f"--config={ROOT / CONFIG}:tiny", "--config.num_steps=12",
+                 f"--workdir={tmp_path}"], ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["headline"] == "test_accuracy"
+    assert 0.0 < result["metrics"]["test_accuracy"] <= 1.0
+    assert json.loads((tmp_path / "config.json").read_text())["num_steps"] == 12
+
+
+def test_run_py_rejects_a_misspelled_override(tmp_path):
+    proc = _run([str(ROOT / "scripts/run.py"), f"--config={ROOT / CONFIG}:tiny", "--config.num_stepz=3",
+                 f"--workdir={tmp_path}"], ROOT)
+    assert proc.returncode != 0
+    assert "num_stepz" in proc.stderr
+
+
+def test_reproduce_writes_the_report(tmp_path):
+    out = tmp_path / "report"
+    proc = _run([str(ROOT / "scripts/reproduce.py"), "--scale=tiny", f"--out={out}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (out / "REPORT.md").read_text()
+    rows = json.loads((out / "results.json").read_text())
+    accuracy = rows[0]["result"]["metrics"]["test_accuracy"]
+    assert f"| examples | `examples/fashion_mnist_cnn` | test_accuracy | {accuracy:.4g} |" in report
+    for figure in rows[0]["figures"]:
+        assert (out / figure).stat().st_size > 0
