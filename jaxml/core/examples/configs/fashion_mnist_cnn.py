@@ -3,7 +3,9 @@
 Runbook:
     python scripts/run.py --config=jaxml/core/examples/configs/fashion_mnist_cnn.py --workdir=/tmp/fmnist
 Variants: `:tiny` (seconds; 512 examples, 20 steps), `:quick` (2 epochs), default (full, 6 epochs).
-Measured (2-core CPU, see README): filled in from BUILD.md's baseline section.
+Measured on 2 CPU cores (jax 0.10.2, 2026-11-30): full 0.9275 test accuracy, 3m50s wall (loop 225 s,
+12.5 steps/s); quick 0.9010 in 74 s of training; tiny 0.389 in about 6 s. No paper number: this is
+the loop's end-to-end baseline.
 """
 
 import ml_collections
