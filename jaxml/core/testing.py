@@ -41,7 +41,6 @@ class RegressionTask:
       num_examples, dim, hidden: data size, input width, MLP width.
       nan_example: index of an example whose target is NaN (to test the non-finite stop).
       delay_s: seconds each batch read sleeps (to make a run slow enough to kill).
-      project_nonnegative: clamp the hidden kernel to >= 0 after each step (tests the hook).
     """
 
     num_examples: int = 256
@@ -49,7 +48,6 @@ class RegressionTask:
     hidden: int = 16
     nan_example: int | None = None
     delay_s: float = 0.0
-    project_nonnegative: bool = False
 
     def _arrays(self):
         rng = np.random.default_rng(1234)
@@ -77,12 +75,14 @@ class RegressionTask:
     def eval_data(self):
         return {"train": ArraySource(self._arrays())}
 
-    def __getattr__(self, name):
-        # `project` exists only when asked for, so the loop's optional-hook path is exercised both ways.
-        if name == "project" and self.project_nonnegative:
-            return lambda params: {**params, "hidden": {**params["hidden"],
-                                                       "kernel": jnp.maximum(params["hidden"]["kernel"], 0.0)}}
-        raise AttributeError(name)
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NonnegativeRegressionTask(RegressionTask):
+    """RegressionTask with the optional `project` hook: the hidden kernel is clamped to >= 0."""
+
+    def project(self, params):
+        hidden = {**params["hidden"], "kernel": jnp.maximum(params["hidden"]["kernel"], 0.0)}
+        return {**params, "hidden": hidden}
 
 
 def regression_config(**overrides) -> ml_collections.ConfigDict:

@@ -124,7 +124,7 @@ def create_train_state(task, config, mesh, tx, sample_batch: dict[str, np.ndarra
 
 
 def make_train_step(task, tx, schedule, state_shardings, mesh):
-    """The jitted, donated `(state, batch) -> (state, metrics)` step."""
+    """The jitted, donated `(state, batch) -> (state, metrics)` step (`schedule` may be None)."""
     project = getattr(task, "project", None)
 
     def train_step(state: TrainState, batch):
@@ -136,9 +136,9 @@ def make_train_step(task, tx, schedule, state_shardings, mesh):
         if project is not None:
             params = project(params)
         metrics = dict(metrics)
-        metrics.update(loss=loss, grad_norm=optax.tree.norm(grads),
-                       param_norm=optax.tree.norm(params),
-                       learning_rate=jnp.asarray(schedule(state.step), jnp.float32))
+        metrics.update(loss=loss, grad_norm=optax.tree.norm(grads), param_norm=optax.tree.norm(params))
+        if schedule is not None:
+            metrics["learning_rate"] = jnp.asarray(schedule(state.step), jnp.float32)
         return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
 
     return jax.jit(train_step,
@@ -230,8 +230,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
     # --- Optimizer, state, checkpoints ----------------------------------------------------------
     optimizer_fn = getattr(task, "optimizer", None)
     if optimizer_fn is not None:
-        tx = optimizer_fn(config)
-        schedule = lambda step: config.optimizer.learning_rate
+        tx, schedule = optimizer_fn(config), None
     else:
         tx, schedule = make_optimizer(config.optimizer, config.schedule, steps)
     ckpt = checkpoint_lib.Checkpointer(workdir, config.checkpoint_every_steps, config.keep_checkpoints,

@@ -16,7 +16,7 @@ from jaxml.core import mesh as mesh_lib
 from jaxml.core import train
 from jaxml.core.metrics import read_metrics
 from jaxml.core.optim import make_optimizer
-from jaxml.core.testing import RegressionTask, regression_config
+from jaxml.core.testing import NonnegativeRegressionTask, RegressionTask, regression_config
 
 
 def _one_step(devices, config, task):
@@ -76,7 +76,7 @@ def test_training_reduces_loss_and_evaluates_every_example(tmp_path, devices8):
 
 def test_project_hook_runs_after_every_step(tmp_path, devices8):
     outcome = train.train_and_evaluate(regression_config(num_steps=5), tmp_path,
-                                       task=RegressionTask(project_nonnegative=True))
+                                       task=NonnegativeRegressionTask())
     kernel = np.asarray(jax.device_get(outcome.state.params["hidden"]["kernel"]))
     assert kernel.min() >= 0.0 and kernel.max() > 0.0
 
@@ -99,7 +99,7 @@ def test_batch_size_must_divide_over_devices(tmp_path, devices8):
 _KILLABLE = textwrap.dedent("""
     import sys
     from jaxml.core import train
-    from jaxml.core.testing import RegressionTask, regression_config
+    from jaxml.core.testing import NonnegativeRegressionTask, RegressionTask, regression_config
     config = regression_config(num_steps=60, checkpoint_every_steps=5, async_checkpoint=True)
     train.train_and_evaluate(config, sys.argv[1], task=RegressionTask(delay_s=float(sys.argv[2])))
 """)
@@ -145,3 +145,20 @@ def test_changed_config_keeps_the_old_one(tmp_path, devices8):
     train.train_and_evaluate(regression_config(num_steps=10), tmp_path, task=RegressionTask())
     assert json.loads((tmp_path / "config.prev-1.json").read_text())["num_steps"] == 5
     assert json.loads((tmp_path / "config.json").read_text())["num_steps"] == 10
+
+
+def test_task_optimizer_hook_replaces_the_config_optimizer(tmp_path, devices8):
+    import dataclasses
+
+    import optax
+
+    @dataclasses.dataclass(frozen=True, eq=False)
+    class Frozen(RegressionTask):
+        def optimizer(self, config):
+            return optax.sgd(0.0)   # a zero step: the parameters must not move
+
+    outcome = train.train_and_evaluate(regression_config(num_steps=5), tmp_path, task=Frozen())
+    task = Frozen()
+    init = task.init(jax.random.split(jax.random.PRNGKey(0))[0], task.train_data()[np.arange(2)])
+    chex.assert_trees_all_equal(jax.device_get(outcome.state.params), jax.device_get(init))
+    assert "learning_rate" not in read_metrics(tmp_path, "train")[-1]
