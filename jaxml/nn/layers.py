@@ -1,0 +1,86 @@
+"""Norms, rotary position embeddings and the SwiGLU MLP (Flax linen)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+RopeLayout = Literal["interleaved", "rotate_half"]
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * scale (LLaMA). Computed in float32 or wider."""
+
+    eps: float = 1e-5
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
+        compute = jnp.promote_types(x.dtype, jnp.float32)
+        xf = x.astype(compute)
+        normed = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + self.eps)
+        return (normed * scale).astype(x.dtype)
+
+
+class LayerNorm(nn.Module):
+    """(x - mean) / sqrt(var + eps) * scale + bias (BERT)."""
+
+    eps: float = 1e-12
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
+        bias = self.param("bias", nn.initializers.zeros, (x.shape[-1],))
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + self.eps) * scale + bias
+
+
+def rotary_angles(positions: jax.Array, head_dim: int, theta: float, dtype=jnp.float32
+                  ) -> tuple[jax.Array, jax.Array]:
+    """cos and sin of the rotary angles, each [batch, len, head_dim // 2], computed in `dtype`
+    (at least float32: large positions need the precision).
+
+    Pair i rotates by `position * theta ** (-2i / head_dim)`.
+    """
+    dtype = jnp.promote_types(dtype, jnp.float32)
+    if head_dim % 2:
+        raise ValueError(f"rotary embeddings need an even head_dim, got {head_dim}")
+    inv_freq = theta ** (-jnp.arange(0, head_dim, 2, dtype=dtype) / head_dim)
+    angles = positions.astype(dtype)[..., None] * inv_freq
+    return jnp.cos(angles), jnp.sin(angles)
+
+
+def apply_rotary(x: jax.Array, cos: jax.Array, sin: jax.Array, layout: RopeLayout) -> jax.Array:
+    """Rotates x [batch, len, heads, head_dim] by the angles [batch, len, head_dim // 2].
+
+    `interleaved` pairs adjacent features (0,1), (2,3), ... (GGUF/llama.cpp, Meta's original);
+    `rotate_half` pairs feature i with i + head_dim/2 (Hugging Face checkpoints).
+    """
+    cos = cos[:, :, None, :].astype(x.dtype)
+    sin = sin[:, :, None, :].astype(x.dtype)
+    if layout == "interleaved":
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+        return jnp.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1).reshape(x.shape)
+    if layout == "rotate_half":
+        half = x.shape[-1] // 2
+        x0, x1 = x[..., :half], x[..., half:]
+        return jnp.concatenate([x0 * cos - x1 * sin, x0 * sin + x1 * cos], axis=-1)
+    raise ValueError(f"rope layout {layout!r}; accepted: 'interleaved', 'rotate_half'")
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)), no biases (LLaMA MLP)."""
+
+    hidden: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        gate = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="gate")(x)
+        up = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="up")(x)
+        return nn.Dense(x.shape[-1], use_bias=False, dtype=self.dtype, param_dtype=self.dtype,
+                        name="down")(nn.silu(gate) * up)

@@ -1,0 +1,192 @@
+"""Decoding, sampling, scoring and perplexity; mostly on a tiny random Llama (fast, exact)."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxml.llm import generate as gen
+from jaxml.llm.base import SamplingOptions
+from jaxml.models.llama import Llama, LlamaConfig
+
+CONFIG = LlamaConfig(vocab_size=97, hidden=32, layers=2, heads=4, kv_heads=2, mlp_hidden=64, max_len=96,
+                     rope_theta=100.0)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model = Llama(CONFIG)
+    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 4), jnp.int32), jnp.zeros((1, 4), jnp.int32))["params"]
+    # Sharper logits than the default init, so greedy paths are not all ties.
+    params = jax.tree_util.tree_map(lambda x: x * 3.0, params)
+    return model, params
+
+
+_APPLY = {}
+
+
+def _full_logits(model, params, ids):
+    """Logits [len, vocab] of one unpadded sequence (a plain forward pass, no cache, no padding)."""
+    if model not in _APPLY:
+        _APPLY[model] = jax.jit(lambda p, x: model.apply({"params": p}, x, jnp.arange(x.shape[1])[None])[0][0])
+    return np.asarray(_APPLY[model](params, jnp.asarray([ids])))
+
+
+def _greedy_by_recomputation(model, params, ids, n):
+    ids = list(ids)
+    for _ in range(n):
+        ids.append(int(np.argmax(_full_logits(model, params, ids)[-1])))
+    return ids[-n:]
+
+
+def test_cached_decoding_equals_recomputing_each_prefix(tiny):
+    model, params = tiny
+    prompts = [[5, 17, 33], [8, 9, 10, 11, 12, 13, 14, 15, 16, 2, 3, 4, 71, 72, 73, 1, 60, 61]]  # left padding
+    out = gen.generate(model, params, prompts, max_new_tokens=10)
+    for prompt, seq in zip(prompts, out.sequences()):
+        assert seq == _greedy_by_recomputation(model, params, prompt, 10)
+    no_cache = gen.generate(model, params, prompts, max_new_tokens=10, use_cache=False)
+    np.testing.assert_array_equal(no_cache.tokens, out.tokens)
+
+
+def test_prefill_logits_match_the_full_forward(tiny):
+    """Left-padded, cached prefill gives each row the logits of its unpadded forward pass."""
+    model, params = tiny
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9, 10]]
+    tokens, valid = gen.left_pad(prompts, pad_id=0, bucket=8)
+    positions = np.maximum(np.cumsum(valid, 1) - 1, 0)
+    from jaxml.models.llama import init_cache
+    logits, _ = model.apply({"params": params}, jnp.asarray(tokens), jnp.asarray(positions),
+                            key_valid=jnp.asarray(valid), cache=init_cache(CONFIG, 2, 8), cache_index=0)
+    for i, p in enumerate(prompts):
+        # float32: the padded keys change the summation order only (logits reach |20|).
+        np.testing.assert_allclose(np.asarray(logits[i, -len(p):]), _full_logits(model, params, p), rtol=1e-5, atol=5e-5)
+
+
+def test_stop_tokens_end_rows_and_are_excluded(tiny):
+    model, params = tiny
+    prompt = [5, 17, 33]
+    free = _greedy_by_recomputation(model, params, prompt, 8)
+    stop = free[3]
+    out = gen.generate(model, params, [prompt], max_new_tokens=8, stop_ids=[stop], pad_id=0)
+    first = free.index(stop)
+    assert out.sequences()[0] == free[:first]
+    assert out.stopped[0] and out.lengths[0] == first
+    assert out.steps == first + 1                       # the loop ended early
+    assert (out.tokens[0, first + 1:] == 0).all()
+
+
+def test_logits_processor_sees_the_right_aligned_context(tiny):
+    model, params = tiny
+
+    def successor(logits, context, step, key):
+        # Force next = previous token + 1 (mod vocab): only correct if context[:, -1] is the previous token.
+        forced = (context[:, -1] + 1) % logits.shape[-1]
+        return jnp.where(jnp.arange(logits.shape[-1])[None] == forced[:, None], 0.0, -jnp.inf)
+
+    prompts = [[5, 17, 33], [40, 41, 42, 43, 44, 90]]
+    out = gen.generate(model, params, prompts, max_new_tokens=9, logits_processor=successor)
+    assert out.sequences()[0] == [(33 + k) % 97 for k in range(1, 10)]
+    assert out.sequences()[1] == [(90 + k) % 97 for k in range(1, 10)]
+
+    def check_padding(logits, context, step, key):
+        # The context holds -1 where no token exists; row 0 has 3 prompt tokens + `step` generated.
+        n_tokens = jnp.sum(context[0] >= 0)
+        return jnp.where(n_tokens == 3 + step, logits, jnp.nan)
+
+    out = gen.generate(model, params, prompts[:1], max_new_tokens=5, logits_processor=check_padding)
+    assert out.lengths[0] == 5 and (out.tokens[0] >= 0).all()
+    greedy = gen.generate(model, params, prompts[:1], max_new_tokens=5)
+    np.testing.assert_array_equal(out.tokens, greedy.tokens)
+
+
+def test_sampling_frequencies_follow_the_distribution():
+    logits = jnp.log(jnp.asarray([[0.5, 0.3, 0.15, 0.05]]))
+    keys = jax.random.split(jax.random.PRNGKey(0), 20000)
+    draw = jax.vmap(lambda k, o=SamplingOptions(temperature=1.0): gen.sample_logits(logits, k, o)[0])
+    freq = np.bincount(np.asarray(draw(keys)), minlength=4) / len(keys)
+    np.testing.assert_allclose(freq, [0.5, 0.3, 0.15, 0.05], atol=0.015)
+    top_p = jax.vmap(lambda k: gen.sample_logits(logits, k, SamplingOptions(temperature=1.0, top_p=0.7))[0])(keys)
+    freq = np.bincount(np.asarray(top_p), minlength=4) / len(keys)
+    np.testing.assert_allclose(freq, [0.5 / 0.8, 0.3 / 0.8, 0, 0], atol=0.015)   # smallest set reaching 0.7
+    top_k = jax.vmap(lambda k: gen.sample_logits(logits, k, SamplingOptions(temperature=1.0, top_k=2))[0])(keys)
+    assert set(np.unique(np.asarray(top_k))) == {0, 1}
+    hot = jax.vmap(lambda k: gen.sample_logits(logits, k, SamplingOptions(temperature=1e-3))[0])(keys[:100])
+    assert (np.asarray(hot) == 0).all()
+
+
+def test_seeded_sampling_is_reproducible(tiny):
+    model, params = tiny
+    opts = SamplingOptions(temperature=1.0)
+    a = gen.generate(model, params, [[1, 2]], max_new_tokens=12, sampling=opts, key=jax.random.PRNGKey(7))
+    b = gen.generate(model, params, [[1, 2]], max_new_tokens=12, sampling=opts, key=jax.random.PRNGKey(7))
+    c = gen.generate(model, params, [[1, 2]], max_new_tokens=12, sampling=opts, key=jax.random.PRNGKey(8))
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    assert not np.array_equal(a.tokens, c.tokens)
+
+
+def test_score_and_perplexity_against_direct_log_softmax(tiny):
+    model, params = tiny
+    seq = list(np.random.default_rng(0).integers(1, 97, size=40))
+    logp_full = jax.nn.log_softmax(_full_logits(model, params, seq), axis=-1)
+    direct = np.asarray([logp_full[t, seq[t + 1]] for t in range(len(seq) - 1)])
+    [scored] = gen.score(model, params, [seq[:15]], [seq[15:]])
+    np.testing.assert_allclose(scored, direct[14:], atol=1e-5)
+    # One window covering everything: the mean NLL of all tokens after the first.
+    single = gen.perplexity(model, params, seq, context=64, stride=63)
+    np.testing.assert_allclose(single["nll"], -direct.mean(), rtol=1e-5)
+    assert single["tokens"] == 39 and single["windows"] == 1
+
+
+@pytest.mark.parametrize("context, stride", [(8, 7), (8, 3), (16, 5), (10, 1)])
+def test_perplexity_windows_score_each_token_once_with_its_window_context(tiny, context, stride):
+    model, params = tiny
+    seq = list(np.random.default_rng(1).integers(1, 97, size=37))
+    got = gen.perplexity(model, params, seq, context=context, stride=stride, batch_size=3)
+    # Brute force, target by target: target t of the chunk [first, first + stride) is predicted
+    # from the `context` tokens that end where the chunk ends.
+    total, windows = 0.0, {}
+    for t in range(1, len(seq)):
+        first = 1 + ((t - 1) // stride) * stride
+        end = min(first + stride, len(seq))
+        start = max(0, end - context)
+        if (start, end) not in windows:
+            windows[start, end] = jax.nn.log_softmax(_full_logits(model, params, seq[start:end]), axis=-1)
+        total -= float(windows[start, end][t - start - 1, seq[t]])
+        assert end - context <= start and t - start >= min(t, context - stride)   # enough left context
+    assert got["tokens"] == len(seq) - 1
+    np.testing.assert_allclose(got["nll"], total / (len(seq) - 1), rtol=1e-5)
+
+
+def test_bad_inputs(tiny):
+    model, params = tiny
+    with pytest.raises(ValueError, match="exceeds the model's context of 96"):
+        gen.generate(model, params, [list(range(1, 90))], max_new_tokens=10)
+    with pytest.raises(ValueError, match="empty"):
+        gen.generate(model, params, [[]], max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"outside \[0, 97\)"):
+        gen.generate(model, params, [[1, 500]], max_new_tokens=3)
+    with pytest.raises(ValueError, match="unknown sampling option"):
+        SamplingOptions.from_kwargs(temprature=0.5)
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingOptions(top_p=0.0)
+    with pytest.raises(ValueError, match="2 prompts but 1 continuations"):
+        gen.score(model, params, [[1], [2]], [[3]])
+    with pytest.raises(ValueError, match="stride"):
+        gen.perplexity(model, params, [1, 2, 3], context=4, stride=5)
+
+
+def test_prompt_plus_generation_may_fill_the_context_exactly(tiny):
+    model, params = tiny
+    out = gen.generate(model, params, [list(range(1, 87))], max_new_tokens=10)   # 86 + 10 = 96
+    assert out.tokens.shape == (1, 10) and out.prompt_len == 86
+
+
+def test_decode_step_compiles_once_per_shape(tiny):
+    model, params = tiny
+    gen._decoder.cache_clear()
+    gen.generate(model, params, [[1, 2, 3]], max_new_tokens=4)
+    gen.generate(model, params, [[4, 5, 6, 7]], max_new_tokens=4)   # same bucket: reuses the program
+    assert gen._decoder.cache_info().misses == 1
+    chex.assert_trees_all_equal(gen._decoder.cache_info().currsize, 1)

@@ -1,0 +1,55 @@
+"""The LLM protocol over the real SmolLM2-135M-Instruct."""
+
+import numpy as np
+import pytest
+
+from jaxml.llm.base import LLM
+from jaxml.llm.local import LocalLLM
+
+
+@pytest.fixture(scope="module")
+def llm():
+    return LocalLLM.smollm2(batch_size=4)
+
+
+def test_is_an_llm(llm):
+    assert isinstance(llm, LLM)
+
+
+def test_chat_answers_a_factual_question(llm):
+    [answer] = llm.generate_text(["What is the capital of France?"], max_new_tokens=24, chat=True)
+    assert "Paris" in answer
+
+
+def test_batched_generation_equals_one_at_a_time(llm):
+    prompts = ["The sun rises in the", "My favourite food is pizza because it is"]
+    together = llm.generate_text(prompts, max_new_tokens=8)
+    alone = [llm.generate_text([p], max_new_tokens=8)[0] for p in prompts]
+    assert together == alone
+
+
+def test_stop_strings_cut_the_text(llm):
+    [full] = llm.generate_text(["Once upon a time, there was a little"], max_new_tokens=16)
+    assert full.startswith(" girl named Emma")
+    [cut] = llm.generate_text(["Once upon a time, there was a little"], max_new_tokens=16, stop=[" Emma"])
+    assert cut == " girl named"
+
+
+def test_logprobs_prefer_the_models_own_continuation(llm):
+    prompt = "It is a truth universally acknowledged, that a single man in possession of a good fortune"
+    [greedy] = llm.generate_text([prompt], max_new_tokens=8)
+    shuffled = " ".join(reversed(greedy.split()))
+    lp_greedy, lp_shuffled = llm.logprobs([prompt, prompt], [greedy, " " + shuffled])
+    assert lp_greedy.dtype == np.float64 and (lp_greedy <= 0).all()
+    assert lp_greedy.sum() > lp_shuffled.sum() + 5.0
+
+
+def test_bad_inputs(llm):
+    with pytest.raises(ValueError, match="unknown sampling option"):
+        llm.generate_text(["hi"], max_new_tokens=2, temprature=0.3)
+    with pytest.raises(TypeError, match="list of strings"):
+        llm.generate_text("hi", max_new_tokens=2)
+    with pytest.raises(ValueError, match="exceeds the model's context of 8192"):
+        llm.generate_text(["word " * 8200], max_new_tokens=2)
+    with pytest.raises(ValueError, match="2 prompts but 1 continuations"):
+        llm.logprobs(["a", "b"], ["c"])
