@@ -6,8 +6,8 @@
 
 Each paper `<slug>` that registers `<slug>/reproduce` is run with its `configs/reproduce.py`
 at the chosen scale (`tiny`, `quick` or `full`, passed as the config arg). With no paper
-registered yet, the Fashion-MNIST baseline (`examples/fashion_mnist_cnn`) runs instead; name
-`--papers=examples` to run it alongside papers. Work directories live under `<out>/work/` so an
+registered yet, the shared examples run instead (the Fashion-MNIST CNN baseline and SmolLM2's
+perplexity on a held-out Austen chapter); name `--papers=examples` to run them alongside papers. Work directories live under `<out>/work/` so an
 interrupted report resumes from each experiment's newest checkpoint. A failing experiment is
 reported in the table and makes the exit status 1; the others still run.
 """
@@ -30,9 +30,6 @@ _SCALE = flags.DEFINE_enum("scale", "quick", ["tiny", "quick", "full"], "Scale p
 _OUT = flags.DEFINE_string("out", "reproduce_out", "Output folder for REPORT.md, figures and work dirs.")
 _DISTRIBUTED = flags.DEFINE_bool("jax_distributed", False, "Call jax.distributed.initialize() first.")
 
-BASELINE = "examples/fashion_mnist_cnn"
-
-
 def _experiments(papers):
     from jaxml.core import registry
     if papers:
@@ -40,14 +37,13 @@ def _experiments(papers):
         for slug in papers:
             found = [n for n in registry.list_experiments([slug]) if n.endswith("/reproduce")]
             if slug == "examples":
-                found = [BASELINE]
+                found = registry.list_experiments(["examples"])
             if not found:
                 raise app.UsageError(f"paper {slug!r} has no reproduce experiment")
             names += found
         return names
     names = [n for n in registry.list_experiments(registry.paper_slugs()) if n.endswith("/reproduce")]
-    return names or [BASELINE]
-
+    return names or registry.list_experiments(["examples"])
 
 def _fmt(value) -> str:
     if value is None:
@@ -55,7 +51,6 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
-
 
 def main(argv):
     if not flags.FLAGS["verbosity"].present:  # orbax logs every checkpoint at INFO; -v 0 shows it
@@ -125,7 +120,6 @@ def main(argv):
     progress.log(f"wrote {out / 'REPORT.md'}")
     if failed:
         sys.exit(1)
-
 
 if __name__ == "__main__":
     app.run(main)

@@ -14,6 +14,7 @@ import dataclasses
 import gzip
 import hashlib
 import json
+import re
 import warnings
 import zlib
 
@@ -99,3 +100,32 @@ def split_documents(docs: list[Document], fractions=(0.8, 0.1, 0.1), seed: int =
     n_train = n - n_val - n_test
     return {"train": order[:n_train], "validation": order[n_train:n_train + n_val],
             "test": order[n_train + n_val:]}
+
+
+_CHAPTER = re.compile(r"^\s*chapter\s+([ivxlc]+|\d+)\.?\s*$", re.IGNORECASE)
+
+
+def unwrap(text: str) -> str:
+    """Joins hard-wrapped lines into paragraphs (one space), paragraphs separated by a blank line."""
+    paragraphs = re.split(r"\n\s*\n", text)
+    joined = (" ".join(line.strip() for line in p.splitlines() if line.strip()) for p in paragraphs)
+    return "\n\n".join(p for p in joined if p)
+
+
+def chapters(doc: Document) -> list[str]:
+    """The chapters of a novel (text after each "CHAPTER I" / "Chapter 1" heading), unwrapped.
+
+    Raises ValueError when the document has no chapter headings.
+    """
+    parts, current = [], None
+    for line in doc.text.split("\n"):
+        if _CHAPTER.match(line):
+            if current is not None:
+                parts.append(current)
+            current = []
+        elif current is not None:
+            current.append(line)
+    if current is None:
+        raise ValueError(f"{doc.corpus}/{doc.doc_id} has no chapter headings")
+    parts.append(current)
+    return [unwrap("\n".join(p)) for p in parts]

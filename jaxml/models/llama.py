@@ -338,6 +338,43 @@ def permute_qk_to_rotate_half(params: dict, config: LlamaConfig) -> tuple[LlamaC
     return dataclasses.replace(config, rope_layout="rotate_half"), new
 
 
+def to_transformers(config: LlamaConfig, params: dict):
+    """The same model as a Hugging Face `transformers.LlamaForCausalLM` (float32, torch CPU).
+
+    Needs the `torch-ref` extra. Used for cross-checks and speed comparisons; the Q/K weights are
+    un-permuted to the rotate-half layout transformers uses.
+    """
+    import torch
+    from transformers import LlamaConfig as HFConfig
+    from transformers import LlamaForCausalLM
+
+    if config.rope_layout == "interleaved":
+        config, params = permute_qk_to_rotate_half(params, config)
+    hf = LlamaForCausalLM(HFConfig(
+        vocab_size=config.vocab_size, hidden_size=config.hidden, intermediate_size=config.mlp_hidden,
+        num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
+        head_dim=config.head_dim, rms_norm_eps=config.norm_eps, rope_theta=config.rope_theta,
+        max_position_embeddings=config.max_len, tie_word_embeddings=config.tie_embeddings))
+    state = {"model.embed_tokens.weight": params["embed"]["embedding"],
+             "model.norm.weight": params["final_norm"]["scale"]}
+    if not config.tie_embeddings:
+        state["lm_head.weight"] = np.asarray(params["lm_head"]["kernel"]).T
+    for i in range(config.layers):
+        p, q = params[f"layers_{i}"], f"model.layers.{i}."
+        state[q + "input_layernorm.weight"] = p["attn_norm"]["scale"]
+        state[q + "post_attention_layernorm.weight"] = p["mlp_norm"]["scale"]
+        for ours, theirs in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("o", "o_proj")):
+            state[q + f"self_attn.{theirs}.weight"] = np.asarray(p["attn"][ours]["kernel"]).T
+        for ours, theirs in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")):
+            state[q + f"mlp.{theirs}.weight"] = np.asarray(p["mlp"][ours]["kernel"]).T
+    state = {k: torch.tensor(np.asarray(v, np.float32)) for k, v in state.items()}
+    missing, unexpected = hf.load_state_dict(state, strict=False)
+    if [m for m in missing if m != "lm_head.weight"] or unexpected:
+        raise ValueError(f"transformers model did not take the weights: missing {missing}, unexpected {unexpected}")
+    hf.tie_weights()
+    return hf.eval()
+
+
 def smollm2_path() -> pathlib.Path:
     """The GGUF file of SmolLM2-135M-Instruct (Q4_1) from the asset `smollm2-135m-instruct`."""
     from jaxml.data import assets
