@@ -46,6 +46,23 @@ class SamplingOptions:
         return cls(**kwargs)
 
 
+def check_texts(name: str, texts: Sequence[str]) -> list[str]:
+    """A list of str from a sequence of str; a bare str (a sequence of characters) is an error."""
+    if isinstance(texts, str):
+        shown = texts if len(texts) <= 40 else texts[:37] + "..."
+        raise TypeError(f"{name} must be a list of strings, not one str; pass [{shown!r}]")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] is a {type(t).__name__}; {name} must all be str")
+    return texts
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """`text` up to (not including) the earliest stop string it contains."""
+    return text[:min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))]
+
+
 @runtime_checkable
 class LLM(Protocol):
     """A text-in, text-out language model with log-probabilities."""

@@ -9,19 +9,9 @@ import jax
 import numpy as np
 
 from jaxml.llm import generate as generate_lib
-from jaxml.llm.base import SamplingOptions
+from jaxml.llm.base import SamplingOptions, check_texts, cut_at_stop
 from jaxml.llm.tokenizer import Tokenizer
 from jaxml.models.llama import Llama
-
-
-def _check_texts(name: str, texts) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError(f"{name} must be a list of strings, not one string")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] is {type(t).__name__}, expected str")
-    return texts
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -55,8 +45,8 @@ class LocalLLM:
                       stop: Sequence[str] = (), seed: int = 0, logits_processor=None, **sampling) -> list[str]:
         """Continuations of each prompt (see `jaxml.llm.base.LLM`); generation ends at the
         tokenizer's stop tokens, and the text is cut at the first of `stop`."""
-        prompts = _check_texts("prompts", prompts)
-        stop = _check_texts("stop", stop)
+        prompts = check_texts("prompts", prompts)
+        stop = check_texts("stop", stop)
         options = SamplingOptions.from_kwargs(**sampling)
         key = jax.random.PRNGKey(seed)
         texts = []
@@ -67,20 +57,15 @@ class LocalLLM:
                 stop_ids=self.tokenizer.stop_ids, pad_id=self.tokenizer.pad_id,
                 key=jax.random.fold_in(key, start), logits_processor=logits_processor)
             texts += [self.tokenizer.decode(seq) for seq in out.sequences()]
-        return [_cut(t, stop) for t in texts]
+        return [cut_at_stop(t, stop) for t in texts]
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[np.ndarray]:
         """log p(continuation tokens | prompt); prompt and continuation are tokenized separately."""
-        prompts = _check_texts("prompts", prompts)
-        continuations = _check_texts("continuations", continuations)
+        prompts = check_texts("prompts", prompts)
+        continuations = check_texts("continuations", continuations)
         if len(prompts) != len(continuations):
             raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
         p_ids = [self.tokenizer.encode(p) for p in prompts]
         c_ids = [self.tokenizer.encode(c, add_bos=False) for c in continuations]
         return [lp.astype(np.float64) for lp in generate_lib.score(
             self.model, self.params, p_ids, c_ids, pad_id=self.tokenizer.pad_id, batch_size=self.batch_size)]
-
-
-def _cut(text: str, stop: Sequence[str]) -> str:
-    cuts = [text.find(s) for s in stop if s and s in text]
-    return text[:min(cuts)] if cuts else text

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxml.llm.base import SamplingOptions
+from jaxml.llm.base import SamplingOptions, check_texts, cut_at_stop
 
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_ERROR_CHARS = 500
@@ -125,7 +125,7 @@ class OpenAICompatibleLLM:
         Returns:
           One string per prompt.
         """
-        prompts = _check_texts("prompts", prompts)
+        prompts = check_texts("prompts", prompts)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens!r} must be an int >= 1")
         if isinstance(stop, str):
@@ -162,7 +162,7 @@ class OpenAICompatibleLLM:
                 url = f"{self.base_url}/completions"
                 answer = self._post(url, {**fields, "prompt": prompt})
                 text = _field(answer, url, ("choices", 0, "text"), str)
-            texts.append(_cut_at_stop(text, stop))
+            texts.append(cut_at_stop(text, stop))
         return texts
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[np.ndarray]:
@@ -183,8 +183,8 @@ class OpenAICompatibleLLM:
         server gives no log-prob for (the first token of the text when the prompt is empty and the
         server adds no BOS token) raises LLMHTTPError.
         """
-        prompts = _check_texts("prompts", prompts)
-        continuations = _check_texts("continuations", continuations)
+        prompts = check_texts("prompts", prompts)
+        continuations = check_texts("continuations", continuations)
         if len(prompts) != len(continuations):
             raise ValueError(f"got {len(prompts)} prompts and {len(continuations)} continuations; "
                              f"logprobs needs one continuation per prompt")
@@ -241,22 +241,6 @@ class OpenAICompatibleLLM:
             raise LLMHTTPError(url, 200, f"the answer is JSON but not an object: {_clip(raw)!r}")
         return answer
 
-
-def _check_texts(name: str, texts: Sequence[str]) -> list[str]:
-    """A list of str from a sequence of str; a bare str (a sequence of characters) is an error."""
-    if isinstance(texts, str):
-        raise TypeError(f"{name} must be a sequence of strings, not one str; pass [{_clip(texts)!r}]")
-    texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] is a {type(t).__name__}; {name} must all be str")
-    return texts
-
-
-def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
-    """`text` up to (not including) the earliest stop string it contains."""
-    cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=len(text))
-    return text[:cut]
 
 
 def _field(answer: Any, url: str, path: tuple, kind: type) -> Any:

@@ -197,7 +197,7 @@ def test_bad_generate_arguments_raise_before_any_request(server, client, kwargs,
 
 
 def test_a_bare_string_of_prompts_is_an_error(client):
-    with pytest.raises(TypeError, match="prompts must be a sequence of strings"):
+    with pytest.raises(TypeError, match="prompts must be a list of strings"):
         client.generate_text("hello", max_new_tokens=1)
 
 
