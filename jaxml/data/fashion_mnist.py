@@ -10,7 +10,6 @@ No TensorFlow is needed: the builder writes `array_record` files and they are re
 from __future__ import annotations
 
 import gzip
-import os
 import pathlib
 
 import filelock
@@ -99,10 +98,12 @@ def builder(data_dir: str | pathlib.Path | None = None, source_dir=None) -> Fash
     """The prepared builder (prepares it on first use, under a lock)."""
     data_dir = pathlib.Path(data_dir or assets.cache_dir() / "tfds")
     data_dir.mkdir(parents=True, exist_ok=True)
-    b = FashionMnistOffline(data_dir=str(data_dir), file_format="array_record", source_dir=source_dir)
+    make = lambda: FashionMnistOffline(data_dir=str(data_dir), file_format="array_record", source_dir=source_dir)
     with filelock.FileLock(str(data_dir / "fashion_mnist_offline.lock")):
-        b.download_and_prepare()
-    return b
+        # Built inside the lock: a builder reads the prepared state when constructed, so one made
+        # while another process was preparing would see no splits.
+        make().download_and_prepare()
+    return make()
 
 
 def load(split: str, data_dir=None, in_memory: bool = True) -> TFDSSource:

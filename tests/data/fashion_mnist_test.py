@@ -55,3 +55,23 @@ def test_bad_idx_files(tmp_path):
         fashion_mnist.read_idx(tmp_path / "short.gz")
     with pytest.raises(ValueError, match="accepted"):
         fashion_mnist.load("validation")
+
+
+def test_concurrent_first_use_from_two_processes(tmp_path):
+    """Two processes preparing the same TFDS dir at once both get the prepared splits."""
+    import subprocess
+    import sys
+    rng = np.random.default_rng(1)
+    src = tmp_path / "src"
+    src.mkdir()
+    for prefix, n in (("train", 23), ("t10k", 5)):
+        _write_idx(src, prefix, rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8),
+                   rng.integers(0, 10, size=(n,), dtype=np.uint8))
+    code = ("import sys; from jaxml.data import fashion_mnist as f; "
+            "b = f.builder(sys.argv[1], source_dir=sys.argv[2]); "
+            "print(len(b.as_data_source(split='train')), len(b.as_data_source(split='test')))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "tfds"), str(src)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    assert [o[0].split()[-2:] for o in outs] == [["23", "5"], ["23", "5"]]
