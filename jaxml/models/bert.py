@@ -34,8 +34,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.nn.attention import AttentionFn, dot_product_attention, padding_mask
+from jaxml.nn.attention import padding_mask
 from jaxml.nn.layers import LayerNorm
+from jaxml.nn.ops import DEFAULT_OPS, Ops
 
 PathLike = str | pathlib.Path
 Params = dict[str, Any]
@@ -147,23 +148,27 @@ class _Embeddings(nn.Module):
     """word + position + token-type embeddings, then LayerNorm."""
 
     config: BertConfig
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, input_ids: jax.Array, token_type_ids: jax.Array) -> jax.Array:
         cfg = self.config
         length = input_ids.shape[1]
         x = nn.Embed(cfg.vocab_size, cfg.hidden_size, name="word")(input_ids)
+        # An explanation point, embeddings/word_embeddings: gradients via perturb, values via sow.
+        x = self.perturb("word_embeddings", x)
+        self.sow("intermediates", "word_embeddings", x)
         x = x + nn.Embed(cfg.max_position_embeddings, cfg.hidden_size, name="position")(
             jnp.arange(length)[None, :])
         x = x + nn.Embed(cfg.type_vocab_size, cfg.hidden_size, name="token_type")(token_type_ids)
-        return LayerNorm(cfg.layer_norm_eps, name="norm")(x)
+        return LayerNorm(cfg.layer_norm_eps, self.ops, name="norm")(x)
 
 
 class _SelfAttention(nn.Module):
     """Multi-head self-attention with an output projection (no residual, no norm)."""
 
     config: BertConfig
-    attention_fn: AttentionFn
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array) -> jax.Array:
@@ -173,7 +178,7 @@ class _SelfAttention(nn.Module):
         q = split(nn.Dense(cfg.hidden_size, name="query")(x))
         k = split(nn.Dense(cfg.hidden_size, name="key")(x))
         v = split(nn.Dense(cfg.hidden_size, name="value")(x))
-        heads = self.attention_fn(q, k, v, mask)
+        heads = self.ops.attention(q, k, v, mask)
         return nn.Dense(cfg.hidden_size, name="output")(heads.reshape(b, t, cfg.hidden_size))
 
 
@@ -181,16 +186,16 @@ class _Layer(nn.Module):
     """Post-norm transformer layer: x = LN(x + attn(x)); x = LN(x + mlp(x))."""
 
     config: BertConfig
-    attention_fn: AttentionFn
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array) -> jax.Array:
         cfg = self.config
-        x = x + _SelfAttention(cfg, self.attention_fn, name="attention")(x, mask)
-        x = LayerNorm(cfg.layer_norm_eps, name="attention_norm")(x)
-        h = _ACTIVATIONS[cfg.hidden_act](nn.Dense(cfg.intermediate_size, name="mlp_in")(x))
+        x = x + _SelfAttention(cfg, self.ops, name="attention")(x, mask)
+        x = LayerNorm(cfg.layer_norm_eps, self.ops, name="attention_norm")(x)
+        h = self.ops.activation(_ACTIVATIONS[cfg.hidden_act], nn.Dense(cfg.intermediate_size, name="mlp_in")(x))
         x = x + nn.Dense(cfg.hidden_size, name="mlp_out")(h)
-        return LayerNorm(cfg.layer_norm_eps, name="mlp_norm")(x)
+        return LayerNorm(cfg.layer_norm_eps, self.ops, name="mlp_norm")(x)
 
 
 class Bert(nn.Module):
@@ -198,9 +203,8 @@ class Bert(nn.Module):
 
     Attributes:
       config: the architecture.
-      attention_fn: `(q, k, v, mask) -> out` with q/k/v/out [batch, len, heads, head_dim] and a bool
-        mask broadcastable to [batch, heads, q_len, kv_len]; default
-        `jaxml.nn.attention.dot_product_attention`. Swap in a kernel or an explanation rule here.
+      ops: the swappable operations (`jaxml.nn.ops.Ops`: attention, the LayerNorm factor, the
+        activation); `model.clone(ops=...)` switches in a kernel or explanation rules.
 
     Calling with `mutable=['intermediates']` also returns the sown `hidden_states`: a tuple of
     num_hidden_layers + 1 arrays [batch, len, hidden] (the embeddings, then each layer's output),
@@ -208,7 +212,7 @@ class Bert(nn.Module):
     """
 
     config: BertConfig
-    attention_fn: AttentionFn = dot_product_attention
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, input_ids: jax.Array, attention_mask: jax.Array,
@@ -239,11 +243,11 @@ class Bert(nn.Module):
         elif token_type_ids.shape != input_ids.shape:
             raise ValueError(f"Bert: token_type_ids shape {token_type_ids.shape} must equal input_ids "
                              f"shape {input_ids.shape} ([batch, len])")
-        x = _Embeddings(cfg, name="embeddings")(input_ids, token_type_ids)
+        x = _Embeddings(cfg, self.ops, name="embeddings")(input_ids, token_type_ids)
         self.sow("intermediates", "hidden_states", x)
         mask = padding_mask(attention_mask)  # [batch, 1, 1, len]
         for i in range(cfg.num_hidden_layers):
-            x = _Layer(cfg, self.attention_fn, name=f"layers_{i}")(x, mask)
+            x = _Layer(cfg, self.ops, name=f"layers_{i}")(x, mask)
             self.sow("intermediates", "hidden_states", x)
         return x
 
@@ -419,7 +423,7 @@ class SentenceEncoder:
         of `length_bucket`.
       max_length: longest input in tokens (with [CLS] and [SEP]); longer texts are truncated.
       length_bucket: the padded length of a batch is a multiple of this.
-      model: the `Bert` module (its `attention_fn` is the default).
+      model: the `Bert` module (default ops).
     """
 
     config: BertConfig

@@ -5,9 +5,13 @@
 
 The module is configured from the checkpoint's metadata (`LlamaConfig.from_gguf`): RMSNorm,
 rotary embeddings (`interleaved` for GGUF files, whose Q/K rows llama.cpp permuted; `rotate_half`
-for Hugging Face layouts), grouped-query attention through `attention_fn` (default
-`jaxml.nn.attention.dot_product_attention`, replaceable by a kernel or an LRP rule), a SwiGLU MLP
-and tied input/output embeddings.
+for Hugging Face layouts), grouped-query attention, a SwiGLU MLP and tied input/output embeddings.
+Attention, the norms' scale factor, the activation and the gate product go through `ops`
+(`jaxml.nn.ops.Ops`), so `model.clone(ops=...)` switches in a kernel or explanation rules.
+
+For explanations, the decoder marks two kinds of points with `perturb` (gradients) and `sow`
+(values, collection `intermediates`): `embeddings` (the token embeddings) and `residual_i` (the
+residual stream after block i).
 
 The KV cache is explicit and functional: `init_cache(config, batch, max_len)` returns a list of
 `(k, v)` arrays `[batch, max_len, kv_heads, head_dim]`, one pair per layer; calling the model with
@@ -18,15 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any, Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.nn.attention import MASK_VALUE, dot_product_attention  # noqa: F401  (MASK_VALUE re-export)
 from jaxml.nn.layers import RMSNorm, RopeLayout, SwiGLU, apply_rotary, rotary_angles
+from jaxml.nn.ops import DEFAULT_OPS, Ops
 
 Cache = list[tuple[jax.Array, jax.Array]]
 
@@ -94,7 +98,7 @@ class Attention(nn.Module):
     """Grouped-query self-attention with rotary embeddings and an optional KV cache."""
 
     config: LlamaConfig
-    attention_fn: Callable[..., jax.Array] = dot_product_attention
+    ops: Ops = DEFAULT_OPS
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -112,23 +116,23 @@ class Attention(nn.Module):
             k = jax.lax.dynamic_update_slice(k_cache, k.astype(k_cache.dtype), (0, cache_index, 0, 0))
             v = jax.lax.dynamic_update_slice(v_cache, v.astype(v_cache.dtype), (0, cache_index, 0, 0))
             cache = (k, v)
-        out = self.attention_fn(q, k, v, mask)
+        out = self.ops.attention(q, k, v, mask)
         out = dense(c.hidden, "o")(out.reshape(b, t, c.heads * c.head_dim))
         return out, cache
 
 
 class Block(nn.Module):
     config: LlamaConfig
-    attention_fn: Callable[..., jax.Array] = dot_product_attention
+    ops: Ops = DEFAULT_OPS
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x, cos, sin, mask, cache=None, cache_index=None):
         c = self.config
-        h, cache = Attention(c, self.attention_fn, self.dtype, name="attn")(
-            RMSNorm(c.norm_eps, name="attn_norm")(x), cos, sin, mask, cache, cache_index)
+        h, cache = Attention(c, self.ops, self.dtype, name="attn")(
+            RMSNorm(c.norm_eps, self.ops, name="attn_norm")(x), cos, sin, mask, cache, cache_index)
         x = x + h
-        x = x + SwiGLU(c.mlp_hidden, self.dtype, name="mlp")(RMSNorm(c.norm_eps, name="mlp_norm")(x))
+        x = x + SwiGLU(c.mlp_hidden, self.dtype, self.ops, name="mlp")(RMSNorm(c.norm_eps, self.ops, name="mlp_norm")(x))
         return x, cache
 
 
@@ -137,13 +141,13 @@ class Llama(nn.Module):
 
     Attributes:
       config: LlamaConfig.
-      attention_fn: the attention function every layer calls (see jaxml.nn.attention).
+      ops: the swappable operations (jaxml.nn.ops.Ops): attention, norm factor, activation, gate.
       dtype: parameter and activation dtype (float32 default; float64 under jax_enable_x64 for
         reference checks; bfloat16 on accelerators).
     """
 
     config: LlamaConfig
-    attention_fn: Callable[..., jax.Array] = dot_product_attention
+    ops: Ops = DEFAULT_OPS
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -171,6 +175,8 @@ class Llama(nn.Module):
         b, t = tokens.shape
         embed = nn.Embed(c.vocab_size, c.hidden, dtype=self.dtype, param_dtype=self.dtype, name="embed")
         x = embed(tokens)
+        x = self.perturb("embeddings", x)
+        self.sow("intermediates", "embeddings", x)
         cos, sin = rotary_angles(positions, c.head_dim, c.rope_theta, self.dtype)
         if cache is None:
             q_idx = jnp.broadcast_to(jnp.arange(t), (b, t))
@@ -189,11 +195,13 @@ class Llama(nn.Module):
             mask = mask & key_valid.astype(bool)[:, None, None, :]
         new_cache = [] if cache is not None else None
         for i in range(c.layers):
-            x, layer_cache = Block(c, self.attention_fn, self.dtype, name=f"layers_{i}")(
+            x, layer_cache = Block(c, self.ops, self.dtype, name=f"layers_{i}")(
                 x, cos, sin, mask, None if cache is None else cache[i], cache_index)
+            x = self.perturb(f"residual_{i}", x)
+            self.sow("intermediates", f"residual_{i}", x)
             if cache is not None:
                 new_cache.append(layer_cache)
-        x = RMSNorm(c.norm_eps, name="final_norm")(x)
+        x = RMSNorm(c.norm_eps, self.ops, name="final_norm")(x)
         if c.tie_embeddings:
             logits = embed.attend(x)
         else:

@@ -8,27 +8,37 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxml.nn.ops import DEFAULT_OPS, Ops
+
 RopeLayout = Literal["interleaved", "rotate_half"]
 
 
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + eps) * scale (LLaMA). Computed in float32 or wider."""
+    """x / sqrt(mean(x^2) + eps) * scale (LLaMA). Computed in float32 or wider.
+
+    The factor 1/sqrt(...) goes through `ops.norm_factor` (AttnLRP holds it constant).
+    """
 
     eps: float = 1e-5
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
         compute = jnp.promote_types(x.dtype, jnp.float32)
         xf = x.astype(compute)
-        normed = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + self.eps)
+        normed = xf * self.ops.norm_factor(jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + self.eps))
         return (normed * scale).astype(x.dtype)
 
 
 class LayerNorm(nn.Module):
-    """(x - mean) / sqrt(var + eps) * scale + bias (BERT)."""
+    """(x - mean) / sqrt(var + eps) * scale + bias (BERT, ViT).
+
+    The factor 1/sqrt(var + eps) goes through `ops.norm_factor` (AttnLRP holds it constant).
+    """
 
     eps: float = 1e-12
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -36,7 +46,26 @@ class LayerNorm(nn.Module):
         bias = self.param("bias", nn.initializers.zeros, (x.shape[-1],))
         mean = jnp.mean(x, axis=-1, keepdims=True)
         var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
-        return (x - mean) * jax.lax.rsqrt(var + self.eps) * scale + bias
+        return (x - mean) * self.ops.norm_factor(jax.lax.rsqrt(var + self.eps)) * scale + bias
+
+
+class Linear(nn.Module):
+    """A dense layer whose product goes through `ops.linear` (so the gamma rule can replace it).
+
+    Same parameters as `flax.linen.Dense` (`kernel` [in, out], `bias` [out]).
+    """
+
+    features: int
+    use_bias: bool = True
+    ops: Ops = DEFAULT_OPS
+    kernel_init: nn.initializers.Initializer = nn.initializers.lecun_normal()
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.dtype)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), self.dtype) if self.use_bias else None
+        return self.ops.linear(x, kernel, bias)
 
 
 def rotary_angles(positions: jax.Array, head_dim: int, theta: float, dtype=jnp.float32
@@ -73,14 +102,15 @@ def apply_rotary(x: jax.Array, cos: jax.Array, sin: jax.Array, layout: RopeLayou
 
 
 class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)), no biases (LLaMA MLP)."""
+    """down(silu(gate(x)) * up(x)), no biases (LLaMA MLP); silu and the product go through ops."""
 
     hidden: int
     dtype: jnp.dtype = jnp.float32
+    ops: Ops = DEFAULT_OPS
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         gate = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="gate")(x)
         up = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="up")(x)
-        return nn.Dense(x.shape[-1], use_bias=False, dtype=self.dtype, param_dtype=self.dtype,
-                        name="down")(nn.silu(gate) * up)
+        hidden = self.ops.gate(self.ops.activation(nn.silu, gate), up)
+        return nn.Dense(x.shape[-1], use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="down")(hidden)

@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from jaxml.data import assets
 from jaxml.models import bert
+from jaxml.nn.ops import Ops
 from jaxml.nn.attention import dot_product_attention
 
 # Sentences of different lengths (4, 9, 18 and 37 tokens), so the batch is padded.
@@ -272,7 +273,7 @@ def test_params_from_hf_names_missing_mismatched_and_unexpected_tensors():
         bert.params_from_hf(tensors, TINY)
 
 
-def test_attention_fn_is_the_attention_used():
+def test_ops_attention_is_the_attention_used():
     params = bert.params_from_hf(_tiny_hf_tensors(), TINY)
     ids, mask = _tiny_inputs()
     calls = []
@@ -282,11 +283,11 @@ def test_attention_fn_is_the_attention_used():
         return dot_product_attention(q, k, v, mask)
 
     default = bert.Bert(TINY).apply({"params": params}, ids, mask)
-    swapped = bert.Bert(TINY, attention_fn=recording).apply({"params": params}, ids, mask)
+    swapped = bert.Bert(TINY, ops=Ops(attention=recording)).apply({"params": params}, ids, mask)
     np.testing.assert_array_equal(swapped, default)
     assert calls == [((2, 5, 2, 4), (2, 1, 1, 5))] * TINY.num_hidden_layers
     # Without the padding mask (attend everywhere), the real tokens of the padded row change.
-    unmasked = bert.Bert(TINY, attention_fn=lambda q, k, v, m: dot_product_attention(q, k, v)).apply(
+    unmasked = bert.Bert(TINY, ops=Ops(attention=lambda q, k, v, m: dot_product_attention(q, k, v))).apply(
         {"params": params}, ids, mask)
     assert np.abs(unmasked[1, :3] - default[1, :3]).max() > 1e-3
 
