@@ -9,6 +9,9 @@ for Hugging Face layouts), grouped-query attention, a SwiGLU MLP and tied input/
 Attention, the norms' scale factor, the activation and the gate product go through `ops`
 (`jaxml.nn.ops.Ops`), so `model.clone(ops=...)` switches in a kernel or explanation rules.
 
+Calling with `mutable=["attention_weights"]` also returns every layer's attention weights
+[batch, heads, len, kv_len] (computed only then; used by attention rollout).
+
 For explanations, the decoder marks two kinds of points with `perturb` (gradients) and `sow`
 (values, collection `intermediates`): `embeddings` (the token embeddings) and `residual_i` (the
 residual stream after block i).
@@ -29,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxml.nn.attention import attention_weights
 from jaxml.nn.layers import RMSNorm, RopeLayout, SwiGLU, apply_rotary, rotary_angles
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 
@@ -116,6 +120,8 @@ class Attention(nn.Module):
             k = jax.lax.dynamic_update_slice(k_cache, k.astype(k_cache.dtype), (0, cache_index, 0, 0))
             v = jax.lax.dynamic_update_slice(v_cache, v.astype(v_cache.dtype), (0, cache_index, 0, 0))
             cache = (k, v)
+        if self.is_mutable_collection("attention_weights"):   # opt-in, for attention rollout
+            self.sow("attention_weights", "weights", attention_weights(q, k, mask))
         out = self.ops.attention(q, k, v, mask)
         out = dense(c.hidden, "o")(out.reshape(b, t, c.heads * c.head_dim))
         return out, cache

@@ -51,6 +51,19 @@ def dot_product_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Ar
     return out.reshape(b, t, h, d)
 
 
+def attention_weights(q: jax.Array, k: jax.Array, mask: jax.Array | None = None, *,
+                      scale: float | None = None) -> jax.Array:
+    """softmax(q k^T * scale + mask): [batch, heads, q_len, kv_len] (kv heads repeated for GQA)."""
+    b, t, h, d = q.shape
+    kv_heads = k.shape[2]
+    scale = d ** -0.5 if scale is None else scale
+    k = jnp.repeat(k, h // kv_heads, axis=2)
+    logits = jnp.einsum("bthd,bshd->bhts", q, k).astype(jnp.promote_types(q.dtype, jnp.float32)) * scale
+    if mask is not None:
+        logits = jnp.where(jnp.broadcast_to(mask, logits.shape), logits, MASK_VALUE)
+    return jax.nn.softmax(logits, axis=-1)
+
+
 def causal_mask(q_positions: jax.Array, kv_positions: jax.Array) -> jax.Array:
     """[batch, 1, q_len, kv_len] bool: query at buffer index i sees keys at indices <= i.
 

@@ -1,0 +1,69 @@
+"""Held-out text prefixes for next-token explanations (Austen and Shakespeare test documents)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from jaxml.data import text
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def held_out_sentences(corpus: str, split_seed: int = 0) -> list[str]:
+    """Sentences of the `test` documents of a corpus under `text.split_documents(seed)`."""
+    docs = text.split_documents(text.load_corpus(corpus), seed=split_seed)["test"]
+    sentences = []
+    for doc in docs:
+        body = text.unwrap(doc.text)
+        for paragraph in body.split("\n\n"):
+            sentences += [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
+    return sentences
+
+
+@dataclasses.dataclass(frozen=True)
+class Prefixes:
+    """Left-padded token prefixes [n, length]: `tokens`, `valid` (bool), `positions`, the source
+    sentence index and corpus of each row."""
+
+    tokens: np.ndarray
+    valid: np.ndarray
+    positions: np.ndarray
+    corpus: list[str]
+    sentence: list[str]
+
+
+def sample_prefixes(tokenizer, corpora=("austen", "shakespeare"), n: int = 200, length: int = 24,
+                    min_tokens: int = 8, seed: int = 0) -> Prefixes:
+    """`n` prefixes (split evenly over `corpora`) of held-out sentences with at least `min_tokens + 1`
+    tokens, each cut at a random length in [min_tokens, min(length, tokens - 1)] so that the next
+    token exists; left-padded with the pad id to `length`."""
+    rng = np.random.default_rng(seed)
+    rows, corp, sents = [], [], []
+    per = [n // len(corpora) + (i < n % len(corpora)) for i in range(len(corpora))]
+    for corpus, count in zip(corpora, per):
+        sentences = held_out_sentences(corpus)
+        order = rng.permutation(len(sentences))
+        taken = 0
+        for i in order:
+            ids = tokenizer.encode(sentences[i])
+            if len(ids) < min_tokens + 1:
+                continue
+            cut = int(rng.integers(min_tokens, min(length, len(ids) - 1) + 1))
+            rows.append(ids[:cut])
+            corp.append(corpus)
+            sents.append(sentences[i])
+            taken += 1
+            if taken == count:
+                break
+        if taken < count:
+            raise ValueError(f"{corpus}: only {taken} held-out sentences with >= {min_tokens + 1} tokens")
+    tokens = np.full((len(rows), length), tokenizer.pad_id, np.int32)
+    valid = np.zeros((len(rows), length), bool)
+    for r, ids in enumerate(rows):
+        tokens[r, length - len(ids):] = ids
+        valid[r, length - len(ids):] = True
+    positions = np.maximum(np.cumsum(valid, 1) - 1, 0).astype(np.int32)
+    return Prefixes(tokens, valid, positions, corp, sents)
