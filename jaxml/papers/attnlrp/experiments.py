@@ -281,3 +281,31 @@ def faithfulness_minilm(config, workdir) -> Result:
                   notes=(f"{config.num_examples} consecutive sentence pairs from the held-out Austen novel; target "
                          "10 x cosine similarity of all-MiniLM-L6-v2 embeddings; word embeddings of the first "
                          "sentence zeroed MoRF/LeRF."))
+
+
+# --- Everything at one scale ----------------------------------------------------------------------
+
+REPRODUCE_PARTS = ("faithfulness_llm", "faithfulness_minilm", "faithfulness_vit", "cost")
+
+
+@registry.experiment("attnlrp/reproduce")
+def reproduce(config, workdir) -> Result:
+    """Runs the parts named in `config.parts` at `config.scale` and merges their metrics (`<part>/<name>`)."""
+    from jaxml.core.config import load_config
+
+    workdir = pathlib.Path(workdir)
+    metrics, figures, notes, statuses = {}, [], [], []
+    configs = pathlib.Path(__file__).parent / "configs"
+    for part in config.parts:
+        if part not in REPRODUCE_PARTS:
+            raise ValueError(f"unknown part {part!r}; accepted: {REPRODUCE_PARTS}")
+        arg = "" if config.scale == "full" else config.scale
+        sub = load_config(f"{configs / (part + '.py')}:{arg}" if arg else str(configs / f"{part}.py"))
+        result = registry.get_experiment(f"attnlrp/{part}")(sub, workdir / part)
+        metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
+        figures += result.figures
+        notes.append(f"{part}: {result.notes}")
+        statuses.append(result.status)
+    headline = "faithfulness_llm/abc_attnlrp" if "faithfulness_llm" in config.parts else next(iter(metrics))
+    return Result(metrics=metrics, headline=headline, figures=figures,
+                  status="differs" if "differs" in statuses else "measured", notes=" ".join(notes))

@@ -1,5 +1,6 @@
 """The efficient AttnLRP (input x modified gradient) against the explicit rule-by-rule reference."""
 
+import dataclasses
 import sys
 import pathlib
 
@@ -77,3 +78,22 @@ def test_bad_points_and_targets(tiny):
         explain.relevance(model, params, (ids, jnp.arange(3)[None]), target=[1], position=[2], points=("nope",))
     with pytest.raises(ValueError, match="pass position="):
         explain.relevance(model, params, (ids, jnp.arange(3)[None]), target=[1])
+
+
+def test_relevance_through_the_pallas_kernel_equals_the_xla_path(tiny):
+    """AttnLRP with the flash-attention kernel (interpret mode on CPU) in place of XLA attention."""
+    from kernels.attention_lrp.api import as_attention_fn
+    from jaxml.papers.attnlrp.rules import attnlrp_ops
+
+    model, params = tiny
+    ids = jnp.asarray([[3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9]])
+    args = (ids, jnp.arange(11)[None])
+    xla = explain.relevance(model, params, args, target=[4], position=[10], rules="attnlrp")
+    # The rule wraps the kernel's exact-gradient attention...
+    wrapped = explain.relevance(model, params, args, target=[4], position=[10],
+                                rules=attnlrp_ops(attention=as_attention_fn("pallas")))
+    # ...or the kernel applies the AttnLRP scaling in its own backward.
+    lrp_kernel = dataclasses.replace(attnlrp_ops(), attention=as_attention_fn("pallas", lrp=True))
+    fused = explain.relevance(model, params, args, target=[4], position=[10], rules=lrp_kernel)
+    for other in (wrapped, fused):
+        np.testing.assert_allclose(other.relevance["embeddings"], xla.relevance["embeddings"], rtol=1e-4, atol=1e-6)
