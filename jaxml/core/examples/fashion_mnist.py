@@ -55,7 +55,7 @@ def fashion_mnist_cnn(config, workdir) -> Result:
     )
 
 
-def plot_training_curves(workdir, out: pathlib.Path) -> pathlib.Path:
+def plot_training_curves(workdir, out: pathlib.Path, title: str = "Fashion-MNIST CNN") -> pathlib.Path:
     """Train loss against step, and eval accuracy where it was measured, from metrics.jsonl."""
     import matplotlib
     matplotlib.use("Agg")
@@ -67,7 +67,7 @@ def plot_training_curves(workdir, out: pathlib.Path) -> pathlib.Path:
     evals = [r for r in read_metrics(workdir, "eval") if "test/accuracy" in r]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
     ax1.plot([r["step"] for r in train], [r["loss"] for r in train])
-    ax1.set(xlabel="step", ylabel="train loss", title="Fashion-MNIST CNN: training loss")
+    ax1.set(xlabel="step", ylabel="train loss", title=f"{title}: training loss")
     ax2.plot([r["step"] for r in evals], [r["test/accuracy"] for r in evals], marker="o")
     ax2.set(xlabel="step", ylabel="test accuracy", title="test accuracy")
     fig.tight_layout()

@@ -15,7 +15,7 @@ import pathlib
 
 from jaxml.core import registry
 from jaxml.core.classification import ClassificationTask
-from jaxml.core.examples.fashion_mnist import _subset
+from jaxml.core.examples.fashion_mnist import _subset, plot_training_curves
 from jaxml.core.experiment import Result
 from jaxml.core.train import train_and_evaluate
 from jaxml.data import fashion_mnist
@@ -41,7 +41,8 @@ def fashion_mnist_vit(config, workdir) -> Result:
     """Trains the ViT, returns test accuracy and writes the training-curve figure."""
     task = make_task(config)
     outcome = train_and_evaluate(config, workdir, task=task)
-    figure = plot_training_curves(workdir, pathlib.Path(workdir) / "fashion_mnist_vit_curves.png")
+    figure = plot_training_curves(workdir, pathlib.Path(workdir) / "fashion_mnist_vit_curves.png",
+                                  "Fashion-MNIST ViT")
     m = config.model
     return Result(
         metrics={"test_accuracy": outcome.metrics["test/accuracy"],
@@ -55,24 +56,3 @@ def fashion_mnist_vit(config, workdir) -> Result:
                f"{m.layers} layers, {m.heads} heads, MLP {m.mlp_hidden}, pool {m.pool}; training-loop "
                f"wall time {outcome.metrics['train_time_s']:.0f}s."),
     )
-
-
-def plot_training_curves(workdir, out: pathlib.Path) -> pathlib.Path:
-    """Train loss against step, and test accuracy where it was measured, from metrics.jsonl."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from jaxml.core.metrics import read_metrics
-
-    train = read_metrics(workdir, "train")
-    evals = [r for r in read_metrics(workdir, "eval") if "test/accuracy" in r]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-    ax1.plot([r["step"] for r in train], [r["loss"] for r in train])
-    ax1.set(xlabel="step", ylabel="train loss", title="Fashion-MNIST ViT: training loss")
-    ax2.plot([r["step"] for r in evals], [r["test/accuracy"] for r in evals], marker="o")
-    ax2.set(xlabel="step", ylabel="test accuracy", title="test accuracy")
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out

@@ -22,13 +22,21 @@ from jaxml.papers.attnlrp import baselines, data, explain, faithfulness, heatmap
 
 LLM_METHODS = ("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
                "attention_rollout", "random")
+VIT_METHODS = ("attnlrp_gamma", "attnlrp", "cp_lrp_gamma", "gradient_x_input", "integrated_gradients",
+               "smoothgrad", "random")
 
 
 def explain_scores(method: str, model, params, args, kwargs, target, position, config, point="embeddings",
-                   rule_kwargs=None, seed=0) -> np.ndarray:
-    """Relevance per position [batch, len] from one method (sum over the feature axis)."""
+                   rule_kwargs=None, seed=0, shape=None) -> np.ndarray:
+    """Relevance per position [batch, len] from one method (sum over the feature axis).
+
+    `shape` ([batch, len] at `point`) is needed by the random baseline only.
+    """
     rule_kwargs = dict(rule_kwargs or {})
     common = dict(target=target, position=position, model_kwargs=kwargs)
+    if method in ("attnlrp_gamma", "cp_lrp_gamma"):   # the gamma rule on every Linear layer (ViT)
+        return explain.relevance(model, params, args, rules=method.removesuffix("_gamma"), points=(point,),
+                                 gamma=config.gamma, **common).per_token(point)
     if method in ("attnlrp", "cp_lrp", "gradient_x_input"):
         rules = "gradient" if method == "gradient_x_input" else method
         kw = rule_kwargs if method != "gradient_x_input" else {}
@@ -41,9 +49,10 @@ def explain_scores(method: str, model, params, args, kwargs, target, position, c
     if method == "attention_rollout":
         return baselines.attention_rollout(model, params, args, position=position, model_kwargs=kwargs)
     if method == "random":
-        shape = np.asarray(args[0]).shape[:2]
-        return baselines.random_relevance(shape, seed=seed)
-    raise ValueError(f"unknown method {method!r}; accepted: {LLM_METHODS}")
+        if shape is None:
+            raise ValueError("the random baseline needs shape=[batch, len]")
+        return baselines.random_relevance(tuple(shape), seed=seed)
+    raise ValueError(f"unknown method {method!r}; accepted: {sorted(set(LLM_METHODS + VIT_METHODS))}")
 
 
 def _summarise(abc: dict[str, np.ndarray], reference: str = "attnlrp") -> dict[str, float]:
@@ -111,7 +120,7 @@ def faithfulness_llm(config, workdir) -> Result:
         for m in methods:
             t0 = time.perf_counter()
             scores = lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
-                m, model, params, args, kwargs, target, position, config, seed=start)
+                m, model, params, args, kwargs, target, position, config, seed=start, shape=values.shape[:2])
             if m != "attnlrp":
                 seconds[m] += time.perf_counter() - t0
             c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32),
@@ -259,7 +268,8 @@ def faithfulness_minilm(config, workdir) -> Result:
             elif m == "attention_rollout":
                 continue
             else:
-                scores = explain_scores(m, model, params, args, {}, target, None, config, point=point, seed=start)
+                scores = explain_scores(m, model, params, args, {}, target, None, config, point=point, seed=start,
+                                        shape=values.shape[:2])
             c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32), valid,
                                                  target=target, point=point, fractions=np.linspace(0, 1, config.steps),
                                                  chunk=len(target) * config.steps)
@@ -281,6 +291,78 @@ def faithfulness_minilm(config, workdir) -> Result:
                   notes=(f"{config.num_examples} consecutive sentence pairs from the held-out Austen novel; target "
                          "10 x cosine similarity of all-MiniLM-L6-v2 embeddings; word embeddings of the first "
                          "sentence zeroed MoRF/LeRF."))
+
+
+# --- Fashion-MNIST ViT ---------------------------------------------------------------------------
+
+@registry.experiment("attnlrp/faithfulness_vit")
+def faithfulness_vit(config, workdir) -> Result:
+    """Patch-perturbation faithfulness of ViT explanations on Fashion-MNIST test images.
+
+    The ViT is trained first with the one loop (`examples/fashion_mnist_vit` at `config.vit_scale`)
+    in `workdir/vit`, or loaded from `config.vit_workdir` if that names a finished run.
+    """
+    from jaxml.core.classification import to_float_images
+    from jaxml.core.config import load_config
+    from jaxml.core.examples.vit import make_task
+    from jaxml.core.train import train_and_evaluate
+    from jaxml.data import fashion_mnist
+
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    vit_config_path = pathlib.Path(registry.config_path("examples/fashion_mnist_vit"))
+    arg = "" if config.vit_scale == "full" else config.vit_scale
+    vit_config = load_config(f"{vit_config_path}:{arg}" if arg else str(vit_config_path))
+    task = make_task(vit_config)
+    outcome = train_and_evaluate(vit_config, config.vit_workdir or workdir / "vit", task=task)
+    params = jax.device_get(outcome.state.params)
+    model = task.model
+    test = fashion_mnist.load("test")
+    idx = np.random.default_rng(config.seed).choice(len(test), size=config.num_examples, replace=False)
+    batch = test[np.sort(idx)]
+    images = np.asarray(to_float_images(jnp.asarray(batch["image"])))
+    methods = tuple(config.methods)
+    abc = {m: [] for m in methods}
+    curves = {m: [] for m in methods}
+    correct = []
+    pixel_maps = None
+    for start in range(0, config.num_examples, config.batch_size):
+        sl = slice(start, start + config.batch_size)
+        args = (jnp.asarray(images[sl]),)
+        logits = model.apply({"params": params}, *args)
+        target = np.asarray(jnp.argmax(logits, -1))
+        correct += list(target == batch["label"][sl])
+        base = explain.relevance(model, params, args, target=target, rules="gradient", points=("patches",))
+        values = base.values["patches"]
+        valid = np.ones(values.shape[:2], bool)
+        for m in methods:
+            scores = explain_scores(m, model, params, args, {}, target, None, config, point="patches", seed=start,
+                                    shape=values.shape[:2])
+            c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32), valid,
+                                                 target=target, point="patches", fractions=np.linspace(0, 1, config.steps),
+                                                 chunk=len(target) * config.steps)
+            abc[m].append(faithfulness.area_between_curves(c))
+            curves[m].append(c)
+        if pixel_maps is None:
+            n = min(config.heatmaps, len(target))
+            pix = explain.relevance(model, params, (args[0][:n],), target=target[:n], rules="attnlrp",
+                                    points=("pixels",), gamma=config.gamma)
+            pixel_maps = (images[sl][:n, ..., 0], pix.relevance["pixels"][..., 0],
+                          [f"{fashion_mnist.CLASS_NAMES[t]}" for t in target[:n]])
+    abc = {m: np.concatenate(v) for m, v in abc.items()}
+    merged = {m: {k: (np.concatenate([c[k] for c in cs]) if k != "fractions" else cs[0][k]) for k in cs[0]}
+              for m, cs in curves.items()}
+    metrics = _summarise(abc, reference="attnlrp_gamma" if "attnlrp_gamma" in abc else "attnlrp")
+    metrics.update(num_examples=float(config.num_examples), vit_test_accuracy=float(outcome.metrics["test/accuracy"]),
+                   accuracy_on_explained=float(np.mean(correct)))
+    figures = [_plot_curves(workdir / "vit_perturbation_curves.png", merged, "Fashion-MNIST ViT", "target logit"),
+               str(heatmap.pixels_png(workdir / "vit_pixel_heatmaps.png", *pixel_maps))]
+    return Result(metrics=metrics, headline="abc_attnlrp_gamma" if "attnlrp_gamma" in abc else "abc_attnlrp",
+                  figures=figures, status="measured",
+                  notes=(f"{config.num_examples} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, "
+                         f"test accuracy {outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
+                         f"MoRF/LeRF in {config.steps} steps; gamma = {config.gamma} on every linear layer for "
+                         "the *_gamma methods (attnlrp_minus_* compares against attnlrp_gamma)."))
 
 
 # --- Everything at one scale ----------------------------------------------------------------------

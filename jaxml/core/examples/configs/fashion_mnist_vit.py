@@ -5,8 +5,14 @@ Runbook:
 Variants: `:tiny` (seconds; 512 examples, 20 steps, a 2-layer ViT of width 32 on 7x7 patches),
 `:quick` (2 epochs of the full model), default (full: 8 epochs).
 The model: 4x4 patches (49 tokens + a class token), width 64, 4 pre-norm blocks of 4 heads, MLP 128,
-class-token pooling (about 0.2M params). AdamW, cosine schedule with warmup, batch 256.
-Measured on 2 CPU cores (jax 0.10.2): MEASURED_NUMBERS
+class-token pooling (139,018 params). AdamW, cosine schedule with warmup, batch 256.
+Measured on 2 CPU cores (jax 0.10.2, shared with another job, load average about 5):
+full 0.8754 test accuracy (test loss 0.335; 0.850 after 4 epochs, 0.869 after 6), 18m57s wall
+(loop 1124 s, 1.67 steps/s); quick 0.8447 in 204 s of training (2.3 steps/s); tiny 0.447 in about
+9 s (loop 2.5 s). A bare benchmark of the full model's jitted step on the less loaded machine ran
+4.0 steps/s (about 8 minutes for the full run). The full run stays below the 88% aimed at; test
+accuracy was still rising at the end (0.850, 0.869, 0.875 after epochs 4, 6, 8), so more epochs
+are the first knob to try.
 No paper number: this is the classifier the AttnLRP explanations are computed on.
 """
 

@@ -17,6 +17,8 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.experiment = "attnlrp/reproduce"
     c.scale = scale_of(arg)
     c.parts = ("faithfulness_llm", "faithfulness_minilm", "cost")
+    if c.scale == "full":   # the ViT part trains a ViT first (minutes on a CPU): full scale only
+        c.parts = ("faithfulness_llm", "faithfulness_minilm", "faithfulness_vit", "cost")
     if c.scale == "tiny":
         c.parts = ("cost",)   # the other parts' tiny configs run in the registry test on their own
     return c
