@@ -62,8 +62,8 @@ def _summarise(abc: dict[str, np.ndarray], reference: str = "attnlrp") -> dict[s
         out[f"abc_{m}_se"] = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
         if m != reference and reference in abc:
             d = abc[reference] - v
-            out[f"attnlrp_minus_{m}"] = float(d.mean())
-            out[f"attnlrp_minus_{m}_se"] = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+            out[f"{reference}_minus_{m}"] = float(d.mean())
+            out[f"{reference}_minus_{m}_se"] = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
     return out
 
 
@@ -362,7 +362,7 @@ def faithfulness_vit(config, workdir) -> Result:
                   notes=(f"{config.num_examples} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, "
                          f"test accuracy {outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
                          f"MoRF/LeRF in {config.steps} steps; gamma = {config.gamma} on every linear layer for "
-                         "the *_gamma methods (attnlrp_minus_* compares against attnlrp_gamma)."))
+                         "the *_gamma methods."))
 
 
 # --- Everything at one scale ----------------------------------------------------------------------

@@ -38,7 +38,7 @@ PROMPTS = [
     "Emma Woodhouse, handsome, clever, and rich, with a comfortable home and happy disposition, seemed to "
     "unite some of the best blessings of",
     "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer the slings and "
-    "arrows of outrageous",
+    "arrows of",
     "Shall I compare thee to a summer's day? Thou art more lovely and more",
     "All the world's a stage, and all the men and women merely",
     "Elizabeth Bennet walked into the garden, where her sister Jane was reading a letter from",
@@ -96,6 +96,7 @@ def patched():
         model, params, tok = llama.load_smollm2()
         hf = llama.to_transformers(model.config, params)   # built after patching
         hf.set_attn_implementation("eager")
+        hf.requires_grad_(False)   # only the input embeddings need gradients
         assert hf.config._attn_implementation == "eager"
         assert next(hf.parameters()).dtype == torch.float32
         yield model, params, tok, hf
@@ -133,7 +134,7 @@ def _explain_both(patched, prompt, attn_implementation="eager"):
     try:
         embeds = hf.get_input_embeddings()(torch.tensor([ids])).detach().requires_grad_(True)
         assert embeds.dtype == torch.float32
-        logits = hf(inputs_embeds=embeds).logits
+        logits = hf(inputs_embeds=embeds, use_cache=False).logits
         assert int(logits[0, -1].argmax()) == target, "transformers' greedy token differs from jaxml's"
         logit = logits[0, -1, target]
         logit.backward()
