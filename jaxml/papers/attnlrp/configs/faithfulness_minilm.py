@@ -2,7 +2,7 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/attnlrp/configs/faithfulness_minilm.py --workdir=/tmp/attnlrp_minilm
-Variants: `:tiny` (4 pairs), `:quick` (32 pairs), default (100 pairs). Numbers: the paper's README.
+Variants: `:tiny` (4 pairs), `:quick` (16 pairs), default (100 pairs). Numbers: the paper's README.
 """
 
 import ml_collections
@@ -16,7 +16,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.experiment = "attnlrp/faithfulness_minilm"
     c.seed = arg.seed
-    c.num_examples = {"tiny": 4, "quick": 32, "full": 100}[scale]
+    c.num_examples = {"tiny": 4, "quick": 16, "full": 100}[scale]
     c.length = 64
     c.batch_size = {"tiny": 4, "quick": 16, "full": 20}[scale]
     c.steps = 9
