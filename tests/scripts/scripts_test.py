@@ -39,7 +39,22 @@ def test_reproduce_writes_the_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (out / "REPORT.md").read_text()
     rows = json.loads((out / "results.json").read_text())
-    accuracy = rows[0]["result"]["metrics"]["test_accuracy"]
-    assert f"| examples | `examples/fashion_mnist_cnn` | test_accuracy | {accuracy:.4g} |" in report
-    for figure in rows[0]["figures"]:
-        assert (out / figure).stat().st_size > 0
+    assert rows and all("error" not in r for r in rows), rows
+    for row in rows:   # one table row per experiment, with its measured headline value
+        r = row["result"]
+        value = r["metrics"][r["headline"]]
+        slug = row["name"].split("/")[0]
+        assert f"| {slug} | `{row['name']}` | {r['headline']} | {value:.4g} |" in report
+        for figure in row["figures"]:
+            assert (out / figure).stat().st_size > 0
+
+
+def test_reproduce_runs_named_examples(tmp_path):
+    out = tmp_path / "report"
+    proc = _run([str(ROOT / "scripts/reproduce.py"), "--scale=tiny", "--papers=examples", f"--out={out}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = [r["name"] for r in json.loads((out / "results.json").read_text())]
+    assert "examples/fashion_mnist_cnn" in names
+    accuracy = next(r for r in json.loads((out / "results.json").read_text())
+                    if r["name"] == "examples/fashion_mnist_cnn")["result"]["metrics"]["test_accuracy"]
+    assert 0.2 < accuracy < 0.9

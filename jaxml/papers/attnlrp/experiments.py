@@ -169,8 +169,9 @@ def faithfulness_llm(config, workdir) -> Result:
                f"explaining SmolLM2-135M-Instruct's greedy next token; input embeddings zeroed in "
                f"{config.steps} steps{' (the first token of each prefix never zeroed)' if config.protect_first else ''}; "
                "area between LeRF and MoRF curves in logit units (mean over examples). "
-               f"On the mean AttnLRP beats {', '.join(beaten) or 'none'} of {', '.join(required)}"
-               f"{'; not ' + ', '.join(not_beaten) if not_beaten else ''}. "
+               + (f"On the mean AttnLRP beats each of {', '.join(required)}. " if not not_beaten else
+                  f"On the mean AttnLRP beats {', '.join(beaten) or 'none'} but not {', '.join(not_beaten)}. ")
+               + 
                "The paper's Table 1 (LLaMA-2-7B, 4000 examples) is not reproduced at this scale."))
 
 
