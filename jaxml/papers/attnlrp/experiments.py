@@ -170,7 +170,8 @@ def faithfulness_llm(config, workdir) -> Result:
                f"{config.steps} steps{' (the first token of each prefix never zeroed)' if config.protect_first else ''}; "
                "area between LeRF and MoRF curves in logit units (mean over examples). "
                + (f"On the mean AttnLRP beats each of {', '.join(required)}. " if not not_beaten else
-                  f"On the mean AttnLRP beats {', '.join(beaten) or 'none'} but not {', '.join(not_beaten)}. ")
+                  (f"On the mean AttnLRP beats {', '.join(beaten)} but not {', '.join(not_beaten)}. " if beaten else
+                   f"On the mean AttnLRP beats none of {', '.join(required)}. "))
                + 
                "The paper's Table 1 (LLaMA-2-7B, 4000 examples) is not reproduced at this scale."))
 
