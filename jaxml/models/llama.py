@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.nn.attention import attention_weights
-from jaxml.nn.layers import RMSNorm, RopeLayout, SwiGLU, apply_rotary, rotary_angles
+from jaxml.nn.layers import Linear, RMSNorm, RopeLayout, SwiGLU, apply_rotary, rotary_angles
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 
 Cache = list[tuple[jax.Array, jax.Array]]
@@ -109,7 +109,7 @@ class Attention(nn.Module):
     def __call__(self, x, cos, sin, mask, cache=None, cache_index=None):
         c = self.config
         b, t, _ = x.shape
-        dense = lambda n, name: nn.Dense(n, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name=name)
+        dense = lambda n, name: Linear(n, use_bias=False, ops=self.ops, dtype=self.dtype, name=name)
         q = dense(c.heads * c.head_dim, "q")(x).reshape(b, t, c.heads, c.head_dim)
         k = dense(c.kv_heads * c.head_dim, "k")(x).reshape(b, t, c.kv_heads, c.head_dim)
         v = dense(c.kv_heads * c.head_dim, "v")(x).reshape(b, t, c.kv_heads, c.head_dim)

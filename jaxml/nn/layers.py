@@ -50,9 +50,15 @@ class LayerNorm(nn.Module):
 
 
 class Linear(nn.Module):
-    """A dense layer whose product goes through `ops.linear` (so the gamma rule can replace it).
+    """A dense layer whose product goes through `ops.linear` (so the gamma rule, quantization or a
+    kernel can replace it).
 
-    Same parameters as `flax.linen.Dense` (`kernel` [in, out], `bias` [out]).
+    Same parameters as `flax.linen.Dense` (`kernel` [in, out], `bias` [out]). Optional parameters a
+    compression method may add to the params: `lowrank_a` [in, k] and `lowrank_b` [k, out]; when
+    present the op gets `lowrank=(a, b)` and computes `x @ kernel + (x @ a) @ b` (LQER).
+    With the collection `linear_inputs` mutable, the input is sown as `x` (calibration).
+    Params may hold `packed_kernel` (e.g. a `kernels.lqer_matmul.PackedMXINT` pytree) instead of
+    `kernel`; it is passed to `ops.linear` as the kernel.
     """
 
     features: int
@@ -63,8 +69,18 @@ class Linear(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.dtype)
+        if self.has_variable("params", "packed_kernel"):
+            # An integer-packed kernel (kernels.lqer_matmul.PackedMXINT) in place of `kernel`; it
+            # needs an `ops.linear` that accepts it (kernels.lqer_matmul.as_linear_op).
+            kernel = self.get_variable("params", "packed_kernel")
+        else:
+            kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.dtype)
         bias = self.param("bias", nn.initializers.zeros, (self.features,), self.dtype) if self.use_bias else None
+        if self.is_mutable_collection("linear_inputs"):
+            self.sow("linear_inputs", "x", x)
+        if self.has_variable("params", "lowrank_a"):
+            lowrank = (self.get_variable("params", "lowrank_a"), self.get_variable("params", "lowrank_b"))
+            return self.ops.linear(x, kernel, bias, lowrank=lowrank)
         return self.ops.linear(x, kernel, bias)
 
 
@@ -110,7 +126,7 @@ class SwiGLU(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        gate = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="gate")(x)
-        up = nn.Dense(self.hidden, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="up")(x)
+        dense = lambda n, name: Linear(n, use_bias=False, ops=self.ops, dtype=self.dtype, name=name)
+        gate, up = dense(self.hidden, "gate")(x), dense(self.hidden, "up")(x)
         hidden = self.ops.gate(self.ops.activation(nn.silu, gate), up)
-        return nn.Dense(x.shape[-1], use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="down")(hidden)
+        return dense(x.shape[-1], "down")(hidden)

@@ -9,7 +9,9 @@ Fields (each a pure function; the defaults are the plain operations):
   norm_factor(inv_scale) -> inv_scale   applied to 1/sigma inside RMSNorm and LayerNorm
   activation(fn, x) -> fn(x)            an elementwise nonlinearity (SiLU, GELU, ...)
   gate(gate, up) -> gate * up           the product of two activations (gated MLPs)
-  linear(x, kernel, bias) -> y          dense layers built with `jaxml.nn.layers.Linear`
+  linear(x, kernel, bias[, lowrank=(a, b)]) -> y
+                                        dense layers built with `jaxml.nn.layers.Linear`; `lowrank`
+                                        is passed only when the params carry a low-rank term
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ def _product(gate, up):
     return gate * up
 
 
-def plain_linear(x: jax.Array, kernel: jax.Array, bias: jax.Array | None) -> jax.Array:
-    """x [..., in] @ kernel [in, out] (+ bias [out])."""
+def plain_linear(x: jax.Array, kernel: jax.Array, bias: jax.Array | None, lowrank=None) -> jax.Array:
+    """x [..., in] @ kernel [in, out] (+ bias [out]) (+ (x @ a [in, k]) @ b [k, out])."""
     y = x @ kernel
+    if lowrank is not None:
+        a, b = lowrank
+        y = y + (x @ a) @ b
     return y if bias is None else y + bias
 
 

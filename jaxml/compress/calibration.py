@@ -1,0 +1,91 @@
+"""Calibration: the inputs of every `Linear` layer of a model on calibration batches, reduced to
+the per-layer statistics the compression methods need (without keeping the activations).
+
+    stats = calibrate(model, params, batches)    # {"layers_0/attn/q": LayerStats, ...}
+
+`LayerStats` per layer: `mean_abs_max` [in] (max over batches of the per-batch mean |x| per input
+channel: L2QER's scale), `mean_abs` [in] (mean |x| over all tokens: AWQ), `hessian` [in, in]
+(X^T X / n: GPTQ, when asked for) and the token count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass
+class LayerStats:
+    mean_abs_max: np.ndarray
+    mean_abs: np.ndarray
+    hessian: np.ndarray | None
+    tokens: int
+
+
+def _layer_inputs(model, params, args, kwargs) -> dict[str, jax.Array]:
+    _, state = model.apply({"params": params}, *args, mutable=["linear_inputs"], **kwargs)
+    out = {}
+    for path, leaf in jax.tree_util.tree_leaves_with_path(state["linear_inputs"]):
+        keys = [str(getattr(k, "key", getattr(k, "idx", k))) for k in path]
+        out["/".join(keys[:-2] if keys[-1] == "0" else keys[:-1])] = leaf   # drop the sown "x"/index
+    return out
+
+
+def calibrate(model, params, batches: Iterable[tuple[Sequence, dict]], *, hessian: bool = False,
+              token_mask: Callable | None = None) -> dict[str, LayerStats]:
+    """Statistics of every Linear layer's input over `batches` of `(args, kwargs)` for `model.apply`.
+
+    Args:
+      token_mask: optional `(args, kwargs) -> bool [batch, len]` selecting real tokens (padding
+        excluded from the statistics).
+    """
+    run = jax.jit(lambda p, a, k: _layer_inputs(model, p, a, k))
+    stats: dict[str, dict] = {}
+    for args, kwargs in batches:
+        inputs = run(params, tuple(args), dict(kwargs))
+        mask = None if token_mask is None else np.asarray(token_mask(args, kwargs), bool)
+        for name, x in inputs.items():
+            x = np.asarray(x, np.float64)
+            x = x.reshape(-1, x.shape[-1]) if mask is None else x[mask]
+            s = stats.setdefault(name, {"mean_abs_max": None, "abs_sum": 0.0, "h": 0.0, "n": 0})
+            batch_mean = np.abs(x).mean(0)
+            s["mean_abs_max"] = batch_mean if s["mean_abs_max"] is None else np.maximum(s["mean_abs_max"], batch_mean)
+            s["abs_sum"] = s["abs_sum"] + np.abs(x).sum(0)
+            if hessian:
+                s["h"] = s["h"] + x.T @ x
+            s["n"] += len(x)
+    if not stats:
+        raise ValueError("calibrate: no batches given, or the model has no jaxml.nn.layers.Linear layers")
+    return {name: LayerStats(mean_abs_max=s["mean_abs_max"].astype(np.float32),
+                             mean_abs=(s["abs_sum"] / s["n"]).astype(np.float32),
+                             hessian=(s["h"] / s["n"]).astype(np.float64) if hessian else None, tokens=s["n"])
+            for name, s in stats.items()}
+
+
+def linear_kernels(params) -> dict[str, jax.Array]:
+    """{"layers_0/attn/q": kernel [in, out], ...} for every Linear kernel in the params (names as
+    in `calibrate`)."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        keys = [str(getattr(k, "key", k)) for k in path]
+        if keys[-1] == "kernel" and leaf.ndim == 2:
+            out["/".join(keys[:-1])] = leaf
+    return out
+
+
+def replace_kernels(params, updates: dict[str, dict[str, jax.Array]]):
+    """A copy of `params` where layer `name` gets the entries of `updates[name]` (e.g. a new
+    `kernel`, or `lowrank_a`/`lowrank_b`)."""
+    new = jax.tree_util.tree_map(lambda x: x, params)
+    for name, entries in updates.items():
+        node = new
+        for key in name.split("/"):
+            if key not in node:
+                raise KeyError(f"replace_kernels: no layer {name!r} in the params")
+            node = node[key]
+        node.update(entries)
+    return new

@@ -1,0 +1,33 @@
+"""LQER perplexity table on SmolLM2-135M (experiment `lqer/perplexity`).
+
+Runbook:
+    python scripts/run.py --config=jaxml/papers/lqer/configs/perplexity.py --workdir=/tmp/lqer_ppl
+Variants: `:tiny` (160 tokens, 3 methods), `:quick` (1,536 tokens, W4 and W3, no GPTQ/AWQ),
+default (two chapters, every method at W4 and W3). Numbers: jaxml/papers/lqer/README.md.
+"""
+
+import importlib.util
+import pathlib
+
+import ml_collections
+
+from jaxml.core.config import parse_arg, scale_of
+
+_spec = importlib.util.spec_from_file_location("_lqer_common", pathlib.Path(__file__).with_name("common.py"))
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+
+
+def get_config(arg=None) -> ml_collections.ConfigDict:
+    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
+    scale = scale_of(arg)
+    c = common.base(scale, arg.seed)
+    c.experiment = "lqer/perplexity"
+    c.bits = (4, 3)
+    c.rank = 32
+    c.methods = ("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer")
+    if scale == "quick":
+        c.methods = ("fp", "rtn", "mxint", "lqer", "l2qer")
+    if scale == "tiny":
+        c.bits, c.rank, c.methods = (4,), 8, ("fp", "mxint", "l2qer")
+    return c

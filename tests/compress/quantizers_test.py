@@ -1,0 +1,92 @@
+"""The quantizers against hand-computed values and invariants."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxml.compress.quantizers import QuantFormat, integer, mxint, mxint_numpy_reference, mxint_parts
+
+
+def _block(values):
+    return np.asarray(values + [0.0] * (16 - len(values)), np.float32)
+
+
+# Each row: one block of 16 (padded with zeros) and its MXINT4 value (3 mantissa bits, m <= 7),
+# worked out by hand from e = ceil(log2(max |x|)) and m = round(|x| / 2^e * 8).
+HAND_MXINT4 = [
+    # max 1 -> e = 0: 1.0 saturates at 7/8; 0.5 -> 4/8; 0.25 -> 2/8; -0.75 -> -6/8
+    ([1.0, 0.5, 0.25, -0.75], [0.875, 0.5, 0.25, -0.75]),
+    # max 3 -> e = 2 (step 0.5): 3.0 -> 6 * 0.5; -1.0 -> -2 * 0.5; 0.3 -> round(0.6) = 1 -> 0.5
+    ([3.0, -1.0, 0.3], [3.0, -1.0, 0.5]),
+    # a power of two as the max: 2 -> e = 1, m = round(8) = 8 -> saturates at 7 -> 1.75
+    ([2.0, -2.0, 0.25], [1.75, -1.75, 0.25]),
+    # a tie: 0.0625 / 1 * 8 = 0.5. The reference adds 1e-9 to |x|, which is below float32's
+    # resolution at 0.0625, so it stays a tie and rounds half to even: m = 0
+    ([1.0, 0.0625, -0.0625], [0.875, 0.0, 0.0]),
+    # ...whereas 0.1875 * 8 = 1.5 rounds half to even up to 2 -> 0.25
+    ([1.0, 0.1875], [0.875, 0.25]),
+    # tiny values (|x| <= 1e-8) stay exactly 0
+    ([0.5, 1e-9, -1e-9], [0.4375, 0.0, 0.0]),
+    # max 0.1 -> e = ceil(log2 0.1) = -3 (step 1/64): 0.1 -> round(6.4) = 6 -> 0.09375; 0.01 -> 1/64
+    ([0.1, 0.01, -0.05], [0.09375, 0.015625, -0.046875]),
+]
+
+
+@pytest.mark.parametrize("values, expected", HAND_MXINT4)
+def test_mxint4_hand_computed_blocks(values, expected):
+    got = np.asarray(mxint(jnp.asarray(_block(values)), 4, 16))
+    np.testing.assert_array_equal(got, _block(expected))
+
+
+def test_all_zero_block_and_neighbouring_block():
+    x = np.concatenate([np.zeros(16, np.float32), _block([1.0, 0.5])])
+    got = np.asarray(mxint(jnp.asarray(x), 4, 16))
+    np.testing.assert_array_equal(got[:16], 0.0)
+    np.testing.assert_array_equal(got[16:], _block([0.875, 0.5]))
+
+
+def test_mxint8_hand_values():
+    # 7 mantissa bits (m <= 127): max 1 -> 127/128; 0.3 -> round(38.4) = 38 -> 38/128
+    got = np.asarray(mxint(jnp.asarray(_block([1.0, 0.3, -0.3])), 8, 16))
+    np.testing.assert_array_equal(got, _block([127 / 128, 38 / 128, -38 / 128]))
+
+
+@pytest.mark.parametrize("width", [2, 3, 4, 8])
+def test_mxint_matches_the_numpy_transcription_on_random_tensors(width):
+    x = np.random.default_rng(width).normal(size=(5, 48)).astype(np.float32) * np.logspace(-3, 2, 48)
+    x[1, 16:32] = 0.0
+    got = np.asarray(mxint(jnp.asarray(x), width, 16))
+    np.testing.assert_array_equal(got, mxint_numpy_reference(x, width, 16).astype(np.float32))
+
+
+def test_mxint_axis_and_padding():
+    x = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)   # 20 = one full block + 4
+    along0 = np.asarray(mxint(jnp.asarray(x), 4, 16, axis=0))
+    np.testing.assert_array_equal(along0, np.asarray(mxint(jnp.asarray(x.T), 4, 16, axis=-1)).T)
+    mantissa, exponent, _ = mxint_parts(jnp.asarray(x), 4, 16, axis=0)
+    assert mantissa.shape == (3, 2, 16) and exponent.shape == (3, 2)
+    assert int(jnp.abs(mantissa).max()) <= 7
+
+
+def test_straight_through_gradient():
+    x = jnp.asarray(np.random.default_rng(1).normal(size=32), jnp.float32)
+    for f in (lambda x: mxint(x, 4, 16), lambda x: integer(x, 4, axis=0, group_size=8)):
+        np.testing.assert_array_equal(jax.grad(lambda x: jnp.sum(f(x) * 3.0))(x), 3.0)
+
+
+def test_integer_symmetric_and_asymmetric():
+    x = jnp.asarray([[-1.0, 0.2], [0.5, 0.4], [0.25, 0.6], [1.0, 0.8]])   # [in=4, out=2], groups along axis 0
+    sym = np.asarray(integer(x, 3, axis=0, symmetric=True))   # levels -3..3, scale = max|x| / 3
+    np.testing.assert_allclose(sym[:, 0], [-1.0, 2 / 3, 1 / 3, 1.0], rtol=1e-6)
+    asym = np.asarray(integer(x, 2, axis=0, symmetric=False))   # 4 levels over [min, max]
+    np.testing.assert_allclose(asym[:, 1], [0.2, 0.4, 0.6, 0.8], rtol=1e-5)
+    with pytest.raises(ValueError, match="group_size=3 must divide"):
+        integer(x, 4, axis=0, group_size=3)
+
+
+def test_bits_per_element():
+    assert QuantFormat("mxint", 4, 16).bits_per_element((576, 10), 0) == 4.5
+    assert QuantFormat("int", 4, group_size=64, symmetric=False).bits_per_element((576, 10), 0) == 4.5
+    with pytest.raises(ValueError, match="kind='float'"):
+        QuantFormat("float")
