@@ -12,9 +12,10 @@ useful derivative; the XLA path has the quantizers' straight-through gradients).
 kind 'none' or 'mxint' (a power-of-2 block, at most block_n); 'int' formats (a scale per whole row)
 are XLA-only. The API pads everything the kernel needs with zeros and slices the result: rows of
 x to a multiple of block_m, K to a multiple of block_k, N to a multiple of block_n (the default
-blocks divide K and N, so only rows are padded; other blocks copy the packed weight per call), and
-the rank r to a power of 2 >= 16 (zero columns of A, zero rows of B: Q_x along r sees the same
-16-element blocks, the padded ones all zero).
+blocks divide the packed K and N when N is a multiple of 16, so then only rows are padded; any other
+weight padding copies the packed weight on every call), and the rank r to a power of 2 >= 16
+(zero columns of A, zero rows of B: Q_x along r sees the same 16-element blocks, the padded ones
+all zero).
 
 `as_linear_op` adapts it to `jaxml.nn.ops.Ops.linear`, for models whose `Linear` params hold a
 `packed_kernel` (see `jaxml.nn.layers.Linear`).

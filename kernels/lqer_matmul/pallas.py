@@ -3,11 +3,13 @@
 One program per (block_m rows, block_n output columns). It keeps its rows of the quantized
 activations resident and walks K in steps of block_k: it loads the int8 mantissa tile [block_k,
 block_n] and its exponent rows [block_k // weight_block, block_n], dequantizes them to float
-(mantissa * 2^(exponent - (width - 1)), each exponent broadcast over its block of rows),
-accumulates x_tile @ w_tile in float32 and, in the same loop, x_tile @ a_tile ([block_m, r]; each
-column tile recomputes it, r / block_n extra work, in exchange for no second pass over X). The epilogue quantizes the [block_m, r] accumulator with
-Q_x along r, multiplies it by B's tile [r, block_n], quantizes that product along N (blocks lie
-inside the tile because block_n is a multiple of the block), adds it and the bias, and stores.
+(mantissa * 2^(exponent - (width - 1)), each exponent broadcast over its block of rows; 2^e is
+built from the float32 exponent bits, exactly), accumulates x_tile @ w_tile in float32 and, in
+the same loop, x_tile @ a_tile ([block_m, r]; every column tile recomputes it, r / block_n extra
+work, in exchange for no second pass over X). The epilogue quantizes the [block_m, r] accumulator
+with Q_x along r, multiplies it by B's tile [r, block_n], quantizes that product along N (its
+blocks lie inside the tile because block_n is a multiple of the block), adds it and the bias,
+and stores.
 
     Y = Q_x(X) W_q + Q_x(Q_x(Q_x(X) A) B) + bias          (LQER, `reference.py`)
 
@@ -131,6 +133,13 @@ def _round_half_even(v):
     return whole + jnp.where((frac > 0.5) | ((frac == 0.5) & odd), 1.0, 0.0)
 
 
+def exp2_int(e: jax.Array) -> jax.Array:
+    """2.0 ** e for integer-valued float32 e, built from the exponent bits (exact, no pow call):
+    0 below 2^-126 and inf above 2^127, as XLA's `2.0 ** e` gives on CPU (subnormals flushed)."""
+    biased = jnp.clip(e.astype(jnp.int32) + 127, 0, 255)
+    return lax.bitcast_convert_type(jnp.left_shift(biased, 23), jnp.float32)
+
+
 def mxint_rows(x: jax.Array, width: int, block: int) -> jax.Array:
     """`jaxml.compress.quantizers.mxint(x, width, block, axis=-1)` of a float32 tile [rows, n]
     (n a multiple of `block`), value for value: the same shared exponent ceil(log2(block max))
@@ -143,16 +152,16 @@ def mxint_rows(x: jax.Array, width: int, block: int) -> jax.Array:
     block_max = jnp.where(block_max > 0, block_max, 1.0)
     exponent = jnp.clip(jnp.ceil(jnp.log2(block_max)), EXPONENT_MIN, EXPONENT_MAX)[..., None]
     sign = jnp.sign(blocks + 1e-9)
-    magnitude = (jnp.abs(blocks) + 1e-9) / 2.0 ** exponent
+    magnitude = (jnp.abs(blocks) + 1e-9) / exp2_int(exponent)
     m = jnp.clip(_round_half_even(magnitude * 2.0 ** (width - 1)), 0, 2 ** (width - 1) - 1)
     m = jnp.where(jnp.abs(blocks) <= 1e-8, 0.0, m)
-    return ((sign * m) * 2.0 ** (exponent - (width - 1))).reshape(rows, n)
+    return ((sign * m) * exp2_int(exponent - (width - 1))).reshape(rows, n)
 
 
 def dequantize_tile(mantissa: jax.Array, exponent: jax.Array, width: int, block: int) -> jax.Array:
     """float32 [k, n] from int8 mantissas [k, n] and exponents [k // block, n] (`reference.unpack`)."""
     k, n = mantissa.shape
-    scales = 2.0 ** (exponent.astype(jnp.float32) - (width - 1))
+    scales = exp2_int(exponent.astype(jnp.float32) - (width - 1))
     values = mantissa.astype(jnp.float32).reshape(k // block, block, n) * scales[:, None, :]
     return values.reshape(k, n)
 
