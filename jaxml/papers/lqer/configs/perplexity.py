@@ -2,7 +2,7 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/lqer/configs/perplexity.py --workdir=/tmp/lqer_ppl
-Variants: `:tiny` (160 tokens, 3 methods), `:quick` (1,536 tokens, W4 and W3, no GPTQ/AWQ),
+Variants: `:tiny` (160 tokens, FP and L2QER on two layers), `:quick` (1,536 tokens, W4 and W3, no GPTQ/AWQ),
 default (two chapters, every method at W4 and W3). Numbers: jaxml/papers/lqer/README.md.
 """
 
@@ -29,5 +29,5 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     if scale == "quick":
         c.methods = ("fp", "rtn", "mxint", "lqer", "l2qer")
     if scale == "tiny":
-        c.bits, c.rank, c.methods = (4,), 8, ("fp", "mxint", "l2qer")
+        c.bits, c.rank, c.methods = (4,), 8, ("fp", "l2qer")
     return c
