@@ -5,7 +5,9 @@
     config.schedule  = {"name": "cosine", "warmup_steps": 0, "end_factor": 0.0}
 
 Schedules: `constant`, `cosine` (warmup then cosine decay to `end_factor * lr`), `linear`
-(warmup then linear decay), `rsqrt` (warmup then 1/sqrt decay).
+(warmup then linear decay), `rsqrt` (warmup then 1/sqrt decay), `multistep` (PyTorch's
+MultiStepLR: the rate is multiplied by `gamma` at each of `milestones`, given as fractions of the
+total steps, e.g. `milestones=(0.75,)` for epoch 30 of 40).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Callable
 
 import optax
 
-SCHEDULES = ("constant", "cosine", "linear", "rsqrt")
+SCHEDULES = ("constant", "cosine", "linear", "rsqrt", "multistep")
 
 
 def make_schedule(schedule_config: Any, learning_rate: float, total_steps: int) -> Callable[[Any], Any]:
@@ -29,6 +31,14 @@ def make_schedule(schedule_config: Any, learning_rate: float, total_steps: int) 
         main = optax.cosine_decay_schedule(learning_rate, max(total_steps - warmup, 1), alpha=end / learning_rate if learning_rate else 0.0)
     elif name == "linear":
         main = optax.linear_schedule(learning_rate, end, max(total_steps - warmup, 1))
+    elif name == "multistep":
+        milestones = tuple(float(m) for m in schedule_config.get("milestones", ()))
+        if any(not 0.0 < m < 1.0 for m in milestones) or list(milestones) != sorted(milestones):
+            raise ValueError(f"schedule.milestones={milestones} must be increasing fractions of the "
+                             "total steps in (0, 1)")
+        gamma = float(schedule_config.get("gamma", 0.1))
+        main = optax.piecewise_constant_schedule(
+            learning_rate, {max(int(round(m * total_steps)) - warmup, 1): gamma for m in milestones})
     elif name == "rsqrt":
         main = lambda step: learning_rate / (1.0 + step / max(warmup, 1)) ** 0.5
     else:

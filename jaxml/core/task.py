@@ -12,6 +12,20 @@ Optional:
     project(params) -> params                       # applied after every optimizer step
                                                     # (constraints such as W >= 0)
     optimizer(config) -> optax.GradientTransformation   # replaces the config-built optimizer
+    value_and_grad(params, batch, rng) -> ((loss, metrics), grads)
+                                                    # replaces jax.value_and_grad(loss), e.g. to
+                                                    # read diagnostics out of a custom backward pass
+
+Stateful tasks (state that gradients do not train, such as BatchNorm running statistics) define
+`init_state` and then take and return the state:
+
+    init_state(rng, batch) -> model_state
+    loss(params, batch, rng, model_state) -> (loss, (metrics, new_model_state))
+    evaluate(params, batch, model_state) -> {name: per-example [batch] array}
+    value_and_grad(params, batch, rng, model_state) -> ((loss, (metrics, new_model_state)), grads)
+
+The loop keeps `model_state` in `TrainState.model_state` (an empty dict for stateless tasks), and
+checkpoints and restores it with the parameters.
 
 `loss`, `evaluate` and `project` are traced under `jax.jit` and must be pure. The batch key
 `mask` is reserved: the loop adds it to evaluation batches (1 = real example, 0 = padding).
@@ -40,6 +54,11 @@ class Task(Protocol):
     def train_data(self) -> Source: ...
 
     def eval_data(self) -> dict[str, Source]: ...
+
+
+def is_stateful(task: Any) -> bool:
+    """True when the task carries non-trained model state (it defines `init_state`)."""
+    return callable(getattr(task, "init_state", None))
 
 
 def check_task(task: Any) -> None:

@@ -85,6 +85,28 @@ class NonnegativeRegressionTask(RegressionTask):
         return {**params, "hidden": hidden}
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class StatefulRegressionTask(RegressionTask):
+    """RegressionTask whose input is centred BatchNorm-style: by the batch mean in training and by a
+    running mean (`model_state["mean"]`, momentum 0.9, not trained by gradients) in evaluation."""
+
+    momentum: float = 0.9
+
+    def init_state(self, rng, batch):
+        return {"mean": jnp.zeros((self.dim,), jnp.float32)}
+
+    def loss(self, params, batch, rng, model_state):
+        mean = jnp.mean(batch["x"], axis=0)
+        pred = _MLP(self.hidden).apply({"params": params}, batch["x"] - mean)
+        new_mean = self.momentum * model_state["mean"] + (1.0 - self.momentum) * mean
+        return jnp.mean((pred - batch["y"]) ** 2), ({"batch_mean_norm": jnp.linalg.norm(mean)},
+                                                     {"mean": new_mean})
+
+    def evaluate(self, params, batch, model_state):
+        pred = _MLP(self.hidden).apply({"params": params}, batch["x"] - model_state["mean"])
+        return {"mse": (pred - batch["y"]) ** 2}
+
+
 def regression_config(**overrides) -> ml_collections.ConfigDict:
     """A loop config for RegressionTask: 30 steps of batch 32 with AdamW, checkpoints every 10."""
     c = default_config()

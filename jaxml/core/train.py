@@ -29,7 +29,7 @@ from jaxml.core import checkpoint as checkpoint_lib
 from jaxml.core import distributed, mesh as mesh_lib, progress, registry
 from jaxml.core.metrics import MetricWriter
 from jaxml.core.optim import make_optimizer
-from jaxml.core.task import check_task
+from jaxml.core.task import check_task, is_stateful
 from jaxml.data import pipeline
 
 
@@ -62,6 +62,7 @@ class TrainState:
     params: Any
     opt_state: Any
     rng: jax.Array
+    model_state: Any = dataclasses.field(default_factory=dict)   # see jaxml.core.task (stateful tasks)
 
 
 @dataclasses.dataclass
@@ -102,8 +103,9 @@ def _init_fn(task, config, tx):
 
     def init_fn(init_rng, batch):
         params = task.init(init_rng, batch)
+        model_state = task.init_state(init_rng, batch) if is_stateful(task) else {}
         return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params),
-                          rng=train_rng)
+                          rng=train_rng, model_state=model_state)
 
     return init_fn, init_rng
 
@@ -126,11 +128,18 @@ def create_train_state(task, config, mesh, tx, sample_batch: dict[str, np.ndarra
 def make_train_step(task, tx, schedule, state_shardings, mesh):
     """The jitted, donated `(state, batch) -> (state, metrics)` step (`schedule` may be None)."""
     project = getattr(task, "project", None)
+    stateful = is_stateful(task)
+    custom_value_and_grad = getattr(task, "value_and_grad", None)
 
     def train_step(state: TrainState, batch):
         rng = jax.random.fold_in(state.rng, state.step)
-        (loss, metrics), grads = jax.value_and_grad(
-            lambda p: task.loss(p, batch, rng), has_aux=True)(state.params)
+        extra = (state.model_state,) if stateful else ()
+        if custom_value_and_grad is not None:
+            (loss, aux), grads = custom_value_and_grad(state.params, batch, rng, *extra)
+        else:
+            (loss, aux), grads = jax.value_and_grad(
+                lambda p: task.loss(p, batch, rng, *extra), has_aux=True)(state.params)
+        metrics, model_state = aux if stateful else (aux, state.model_state)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         if project is not None:
@@ -139,7 +148,8 @@ def make_train_step(task, tx, schedule, state_shardings, mesh):
         metrics.update(loss=loss, grad_norm=optax.tree.norm(grads), param_norm=optax.tree.norm(params))
         if schedule is not None:
             metrics["learning_rate"] = jnp.asarray(schedule(state.step), jnp.float32)
-        return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+        return state.replace(step=state.step + 1, params=params, opt_state=opt_state,
+                             model_state=model_state), metrics
 
     return jax.jit(train_step,
                    in_shardings=(state_shardings, mesh_lib.batch_sharding(mesh)),
@@ -148,11 +158,13 @@ def make_train_step(task, tx, schedule, state_shardings, mesh):
 
 
 def make_eval_step(task, mesh):
-    """The jitted `(params, batch) -> {name: masked sum, "count": n}` step."""
+    """The jitted `(params, model_state, batch) -> {name: masked sum, "count": n}` step."""
+    extra = is_stateful(task)
 
-    def eval_step(params, batch):
+    def eval_step(params, model_state, batch):
         mask = batch["mask"]
-        per_example = task.evaluate(params, {k: v for k, v in batch.items() if k != "mask"})
+        inputs = {k: v for k, v in batch.items() if k != "mask"}
+        per_example = task.evaluate(params, inputs, model_state) if extra else task.evaluate(params, inputs)
         sums = {}
         for name, values in per_example.items():
             if values.shape != mask.shape:
@@ -165,16 +177,17 @@ def make_eval_step(task, mesh):
     return jax.jit(eval_step, out_shardings=mesh_lib.replicated(mesh))
 
 
-def evaluate(eval_step, params, sources: dict[str, pipeline.Source], batch_size: int, mesh
-             ) -> dict[str, float]:
+def evaluate(eval_step, params, sources: dict[str, pipeline.Source], batch_size: int, mesh,
+             model_state: Any = None) -> dict[str, float]:
     """Averages the Task's per-example metrics over every example of every source."""
+    model_state = {} if model_state is None else model_state
     mesh_lib.check_batch_divisible(batch_size, mesh, "eval_batch_size")
     rows = mesh_lib.process_slice(batch_size)
     out = {}
     for split, source in sources.items():
         totals = None
         for batch in pipeline.eval_batches(source, batch_size, rows):
-            sums = eval_step(params, mesh_lib.global_batch(batch, mesh))
+            sums = eval_step(params, model_state, mesh_lib.global_batch(batch, mesh))
             totals = sums if totals is None else jax.tree_util.tree_map(jnp.add, totals, sums)
         totals = jax.device_get(totals)
         count = float(totals.pop("count"))
@@ -282,7 +295,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
             progress.log(f"{rate.line(done)} loss {last_train['loss']:.4f}")
         if config.eval_every_steps > 0 and done % config.eval_every_steps == 0 and not is_last:
             flush()
-            eval_metrics = evaluate(eval_step, state.params, eval_sources, config.eval_batch_size, mesh)
+            eval_metrics = evaluate(eval_step, state.params, eval_sources, config.eval_batch_size, mesh,
+                                    state.model_state)
             writer.write(done, "eval", eval_metrics)
             progress.log(f"eval at step {done}: " + _fmt(eval_metrics))
         if done % config.checkpoint_every_steps == 0 and not is_last:
@@ -295,7 +309,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | pathlib
     ckpt.close()
 
     # --- Final evaluation -------------------------------------------------------------------------
-    final = evaluate(eval_step, state.params, eval_sources, config.eval_batch_size, mesh) if eval_sources else {}
+    final = (evaluate(eval_step, state.params, eval_sources, config.eval_batch_size, mesh, state.model_state)
+             if eval_sources else {})
     writer.write(steps, "eval", final)
     writer.close()
     progress.log(f"final eval at step {steps}: " + _fmt(final))
@@ -327,6 +342,11 @@ def _save_config(config: ml_collections.ConfigDict, workdir: pathlib.Path) -> No
 
 def load_state_params(workdir: str | pathlib.Path, task, config, devices=None) -> Any:
     """Restores the params of the newest checkpoint in `workdir` (for notebooks and evaluation)."""
+    return load_train_state(workdir, task, config, devices).params
+
+
+def load_train_state(workdir: str | pathlib.Path, task, config, devices=None) -> TrainState:
+    """Restores the whole TrainState (params, optimizer state, model state) of the newest checkpoint."""
     mesh = mesh_lib.mesh_from_config(config.mesh, devices)
     train_source = task.train_data()
     steps = total_steps(config, len(train_source))
@@ -338,4 +358,4 @@ def load_state_params(workdir: str | pathlib.Path, task, config, devices=None) -
         state = ckpt.restore(checkpoint_lib.abstract_with_shardings(abstract, shardings))
     finally:
         ckpt.close()
-    return state.params
+    return state

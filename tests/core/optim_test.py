@@ -37,3 +37,14 @@ def test_sgd_step_matches_hand_computation():
     grads = {"w": jnp.array([3.0, 4.0])}          # norm 5 -> clipped to norm 1: [0.6, 0.8]
     updates, _ = tx.update(grads, tx.init(params), params)
     np.testing.assert_allclose(updates["w"], [-0.3, -0.4], rtol=1e-6)
+
+
+def test_multistep_matches_pytorch_multisteplr_epochs():
+    # 40 epochs of 10 steps, milestone epoch 30: epochs 1..30 (steps 0..299) at lr, then lr * 0.1,
+    # as torch.optim.lr_scheduler.MultiStepLR(milestones=[30], gamma=0.1) stepped once per epoch.
+    s = make_schedule(_cfg(name="multistep", milestones=(0.75,), gamma=0.1), 5e-4, 400)
+    np.testing.assert_allclose([s(0), s(299), s(300), s(399)], [5e-4, 5e-4, 5e-5, 5e-5], rtol=1e-6)
+    two = make_schedule(_cfg(name="multistep", milestones=(0.5, 0.75), gamma=0.5), 1.0, 100)
+    np.testing.assert_allclose([two(49), two(50), two(74), two(75)], [1.0, 0.5, 0.5, 0.25], rtol=1e-6)
+    with pytest.raises(ValueError, match="milestones"):
+        make_schedule(_cfg(name="multistep", milestones=(30,)), 1.0, 100)

@@ -16,7 +16,8 @@ from jaxml.core import mesh as mesh_lib
 from jaxml.core import train
 from jaxml.core.metrics import read_metrics
 from jaxml.core.optim import make_optimizer
-from jaxml.core.testing import NonnegativeRegressionTask, RegressionTask, regression_config
+from jaxml.core.testing import (NonnegativeRegressionTask, RegressionTask, StatefulRegressionTask,
+                                regression_config)
 
 
 def _one_step(devices, config, task):
@@ -99,7 +100,8 @@ def test_batch_size_must_divide_over_devices(tmp_path, devices8):
 _KILLABLE = textwrap.dedent("""
     import sys
     from jaxml.core import train
-    from jaxml.core.testing import NonnegativeRegressionTask, RegressionTask, regression_config
+    from jaxml.core.testing import (NonnegativeRegressionTask, RegressionTask, StatefulRegressionTask,
+                                regression_config)
     config = regression_config(num_steps=60, checkpoint_every_steps=5, async_checkpoint=True)
     train.train_and_evaluate(config, sys.argv[1], task=RegressionTask(delay_s=float(sys.argv[2])))
 """)
@@ -162,3 +164,47 @@ def test_task_optimizer_hook_replaces_the_config_optimizer(tmp_path, devices8):
     init = task.init(jax.random.split(jax.random.PRNGKey(0))[0], task.train_data()[np.arange(2)])
     chex.assert_trees_all_equal(jax.device_get(outcome.state.params), jax.device_get(init))
     assert "learning_rate" not in read_metrics(tmp_path, "train")[-1]
+
+
+def test_stateful_task_state_is_updated_evaluated_and_resumed(tmp_path, devices8):
+    task = StatefulRegressionTask()
+    config = regression_config(num_steps=12, checkpoint_every_steps=4, schedule={"name": "constant"})
+    outcome = train.train_and_evaluate(config, tmp_path / "a", task=task)
+    # The running mean is the momentum-0.9 EMA of the 12 training batches' means, by hand.
+    arrays = task.train_data().arrays
+    mean = np.zeros(task.dim, np.float32)
+    for step in range(12):
+        x = arrays["x"][train.pipeline.train_indices(task.num_examples, config.batch_size, config.seed, step)]
+        mean = 0.9 * mean + 0.1 * x.mean(0)
+    state_mean = np.asarray(jax.device_get(outcome.state.model_state["mean"]))
+    np.testing.assert_allclose(state_mean, mean, rtol=1e-5, atol=1e-7)
+    assert np.abs(mean).max() > 1e-3   # not vacuous
+    # Evaluation centres with the running mean, not the batch mean.
+    params = jax.device_get(outcome.state.params)
+    by_hand = float(np.mean(np.asarray(task.evaluate(params, arrays, {"mean": mean})["mse"])))
+    np.testing.assert_allclose(outcome.metrics["train/mse"], by_hand, rtol=1e-5)
+    # Training in two runs (8 steps, then resume to 12) restores the state from the checkpoint.
+    train.train_and_evaluate(regression_config(num_steps=8, checkpoint_every_steps=4,
+                                               schedule={"name": "constant"}), tmp_path / "b", task=task)
+    resumed = train.train_and_evaluate(config, tmp_path / "b", task=task)
+    assert resumed.resumed_from == 8
+    chex.assert_trees_all_equal(jax.device_get(resumed.state.model_state), jax.device_get(outcome.state.model_state))
+    chex.assert_trees_all_equal(jax.device_get(resumed.state.params), params)
+    restored = train.load_train_state(tmp_path / "a", task, config)
+    np.testing.assert_allclose(np.asarray(restored.model_state["mean"]), state_mean)
+
+
+def test_task_value_and_grad_hook_replaces_autodiff(tmp_path, devices8):
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, eq=False)
+    class HalfGrad(RegressionTask):
+        def value_and_grad(self, params, batch, rng):
+            (loss, metrics), grads = jax.value_and_grad(lambda p: self.loss(p, batch, rng), has_aux=True)(params)
+            return (loss, {**metrics, "probe": jax.numpy.float32(7.0)}), jax.tree_util.tree_map(lambda g: 0.5 * g, grads)
+
+    config = regression_config(num_steps=1, log_every_steps=1)
+    _, plain = _one_step(devices8[:1], config, RegressionTask())
+    _, half = _one_step(devices8[:1], config, HalfGrad())
+    np.testing.assert_allclose(half["grad_norm"], 0.5 * plain["grad_norm"], rtol=1e-6)
+    assert float(half["probe"]) == 7.0
