@@ -62,9 +62,10 @@ def activation_grad(name: str, pre: jax.Array) -> jax.Array:
 
 
 def relative_residual(z_next: jax.Array, z: jax.Array) -> jax.Array:
-    """||z_next - z|| / (||z_next|| + 1e-5), in float32."""
-    z_next32, z32 = z_next.astype(jnp.float32), z.astype(jnp.float32)
-    return jnp.linalg.norm((z_next32 - z32).ravel()) / (jnp.linalg.norm(z_next32.ravel()) + EPS)
+    """||z_next - z|| / (||z_next|| + 1e-5), in float32 (float64 for float64 inputs)."""
+    dtype = jnp.promote_types(jnp.result_type(z_next, z), jnp.float32)
+    z_next32, z32 = z_next.astype(dtype), z.astype(dtype)
+    return (jnp.linalg.norm((z_next32 - z32).ravel()) / (jnp.linalg.norm(z_next32.ravel()) + EPS)).astype(jnp.float32)
 
 
 def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 1e-4,
