@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Seconds per training epoch of pcDEQ on Fashion-MNIST: jaxml against a PyTorch port of the
+official training step, both on ONE pinned CPU thread (as the issue's reference timing).
+
+    python scripts/bench_pcdeq.py [--models=linear,multi_conv] [--steps=0] [--out=bench_pcdeq.json]
+
+For each model (linear pcDEQ-1 tanh, 70,410 params; multi-conv pcDEQ-1 softsign, 41,278 params;
+batch 64, AdamW lr 5e-4, wd 1.5e-2) both sides train the same number of steps from their own
+pcDEQ init on the same Fashion-MNIST batches, after a warm-up (compilation excluded and reported):
+
+* `jaxml`: the one loop's jitted train step (`jaxml.core.train.make_train_step`): forward solve in
+  a `lax.while_loop`, implicit gradient by `custom_vjp`, projection W >= 0;
+* `torch` (only when torch is installed, the `torch-ref` extra): the official algorithm, written
+  here from its description: weight_norm layers, a no-grad Python fixed-point loop with the
+  per-iteration `.item()` residual, one extra differentiable application of f, a backward hook that
+  solves the adjoint with `autograd.grad`, AdamW, then clamping v, g >= 0.
+
+Seconds per epoch = seconds per step x 938 (60,000 / 64). The mean forward/backward iteration
+counts of the timed steps are printed beside, since they set the cost (they grow with training).
+"""
+
+from __future__ import annotations
+
+import os
+
+# One thread, pinned, before jax or torch start their thread pools.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+from absl import app, flags  # noqa: E402
+
+_MODELS = flags.DEFINE_list("models", ["linear", "multi_conv"], "Networks to time: linear, multi_conv.")
+_STEPS = flags.DEFINE_integer("steps", 0, "Timed steps per model (0: 938 = one epoch for linear, 120 for multi_conv).")
+_TORCH = flags.DEFINE_bool("torch", True, "Also time the PyTorch port when torch is installed.")
+_OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
+
+STEPS_PER_EPOCH = 938
+SPECS = {"linear": "model=linear,variant=pcdeq1,act=tanh",
+         "multi_conv": "model=multi_conv,variant=pcdeq1,act=softsign"}
+
+
+def _batches(images, labels, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(labels))
+    for s in range(steps):
+        idx = order[(s * 64) % (len(labels) - 64):][:64]
+        yield images[idx], labels[idx]
+
+
+def bench_jaxml(model: str, steps: int, images, labels) -> dict:
+    import jax
+
+    from jaxml.core import mesh as mesh_lib, train
+    from jaxml.core.config import load_config
+    from jaxml.core.optim import make_optimizer
+    from jaxml.papers.pcdeq.task import make_task
+
+    config = load_config(f"jaxml/papers/pcdeq/configs/train.py:{SPECS[model]}")
+    task = make_task(config)
+    mesh = mesh_lib.mesh_from_config(config.mesh, jax.devices()[:1])
+    tx, schedule = make_optimizer(config.optimizer, config.schedule, 40 * STEPS_PER_EPOCH)
+    sample = {"image": images[:2], "label": labels[:2]}
+    state, shardings, _ = train.create_train_state(task, config, mesh, tx, sample)
+    step = train.make_train_step(task, tx, schedule, shardings, mesh)
+    warm = list(_batches(images, labels, 3, seed=1))
+    t0 = time.perf_counter()
+    for x, y in warm[:1]:
+        state, m = step(state, {"image": x, "label": y})
+    jax.block_until_ready(m)
+    compile_s = time.perf_counter() - t0
+    for x, y in warm[1:]:
+        state, m = step(state, {"image": x, "label": y})
+    jax.block_until_ready(m)
+    fwd, bwd = [], []
+    t0 = time.perf_counter()
+    for x, y in _batches(images, labels, steps):
+        state, m = step(state, {"image": x, "label": y})
+        fwd.append(m["forward_iterations"])
+        bwd.append(m["backward_iterations"])
+    jax.block_until_ready(state.params)
+    seconds = time.perf_counter() - t0
+    return {"s_per_step": seconds / steps, "compile_s": compile_s,
+            "forward_iterations": float(np.mean(jax.device_get(fwd))),
+            "backward_iterations": float(np.mean(jax.device_get(bwd)))}
+
+
+def bench_torch(model: str, steps: int, images, labels) -> dict:
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+
+    def solve(f, z, tol=1e-4, max_iter=200):
+        for k in range(1, max_iter + 1):
+            z_next = f(z)
+            res = torch.norm(z_next - z).item() / (torch.norm(z_next).item() + 1e-5)
+            z = z_next
+            if res < tol:
+                break
+        return z, k
+
+    class DEQ(nn.Module):
+        def __init__(self, ch, conv, act):
+            super().__init__()
+            lin = nn.Conv2d(ch, ch, 3, padding=1, bias=False) if conv else nn.Linear(ch, ch, bias=False)
+            with torch.no_grad():
+                shape = lin.weight.shape
+                lin.weight.copy_(torch.rand(shape) * 1e-2 / float(shape[0] + shape[1]) ** 0.5)
+            self.lin = nn.utils.parametrizations.weight_norm(lin)
+            self.act = act
+            self.iters = [0, 0]
+
+        def f(self, z, x):
+            return self.act(self.lin(z) + x)
+
+        def forward(self, x):
+            x = F.softplus(x, beta=5)
+            with torch.no_grad():
+                z, self.iters[0] = solve(lambda z: self.f(z, x), torch.zeros_like(x))
+            z = self.f(z, x)
+            z0 = z.clone().detach().requires_grad_()
+            f0 = self.f(z0, x)
+
+            def hook(grad):
+                g, self.iters[1] = solve(lambda y: torch.autograd.grad(f0, z0, y, retain_graph=True)[0] + grad, grad)
+                return g
+
+            if z.requires_grad:
+                z.register_hook(hook)
+            return z
+
+        def clamp(self):
+            for p in self.lin.parametrizations.weight.original0, self.lin.parametrizations.weight.original1:
+                p.data.clamp_(min=0)
+
+    class Linear(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.bn1 = nn.Linear(784, 80), nn.BatchNorm1d(80)
+            self.deq, self.bn2, self.out = DEQ(80, False, torch.tanh), nn.BatchNorm1d(80), nn.Linear(80, 10)
+            self.blocks = [self.deq]
+
+        def forward(self, x):
+            return self.out(self.bn2(self.deq(self.bn1(self.l1(x.flatten(1))))))
+
+    class MultiConv(nn.Module):
+        def __init__(self, c=(12, 24, 48)):
+            super().__init__()
+            act = F.softsign
+            self.conv1 = nn.Conv2d(1, c[0], 3, padding=1)
+            self.d1, self.d2, self.d3 = DEQ(c[0], True, act), DEQ(c[1], True, act), DEQ(c[2], True, act)
+            self.ds1, self.ds2 = nn.Conv2d(c[0], c[1], 3, stride=2), nn.Conv2d(c[1], c[2], 3, stride=2)
+            self.bns = nn.ModuleList([nn.BatchNorm2d(k) for k in (c[0], c[0], c[1], c[1], c[2], c[2])])
+            self.pool = nn.MaxPool2d(3, 1, 1)
+            self.out = nn.Linear(c[2], 10)
+            self.blocks = [self.d1, self.d2, self.d3]
+
+        def forward(self, x):
+            b = self.bns
+            x = b[1](self.pool(self.d1(b[0](self.conv1(x)))))
+            x = b[3](self.pool(self.d2(b[2](self.ds1(x)))))
+            x = b[5](self.pool(self.d3(b[4](self.ds2(x)))))
+            return self.out(F.avg_pool2d(x, 4).flatten(1))
+
+    net = Linear() if model == "linear" else MultiConv()
+    opt = torch.optim.AdamW(net.parameters(), lr=5e-4, weight_decay=1.5e-2)
+    to_t = lambda x, y: (torch.from_numpy(x.astype(np.float32) / 255.0).permute(0, 3, 1, 2).contiguous(),
+                         torch.from_numpy(y.astype(np.int64)))
+
+    def train_step(x, y):
+        loss = F.cross_entropy(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        for blk in net.blocks:
+            blk.clamp()
+        return [sum(b.iters[i] for b in net.blocks) / len(net.blocks) for i in (0, 1)]
+
+    for x, y in _batches(images, labels, 2, seed=1):
+        train_step(*to_t(x, y))
+    its = []
+    t0 = time.perf_counter()
+    for x, y in _batches(images, labels, steps):
+        its.append(train_step(*to_t(x, y)))
+    seconds = time.perf_counter() - t0
+    its = np.asarray(its)
+    return {"s_per_step": seconds / steps, "forward_iterations": float(its[:, 0].mean()),
+            "backward_iterations": float(its[:, 1].mean()), "torch": torch.__version__}
+
+
+def main(argv):
+    del argv
+    from jaxml.data import fashion_mnist
+
+    train = fashion_mnist.load("train")
+    arrays = train[np.arange(len(train))]
+    images, labels = np.asarray(arrays["image"]), np.asarray(arrays["label"])
+    results = {}
+    for model in _MODELS.value:
+        if model not in SPECS:
+            raise app.UsageError(f"--models: {model!r} is not one of {sorted(SPECS)}")
+        steps = _STEPS.value or (STEPS_PER_EPOCH if model == "linear" else 120)
+        row = {"steps": steps, "jaxml": bench_jaxml(model, steps, images, labels)}
+        if _TORCH.value:
+            try:
+                row["torch"] = bench_torch(model, steps, images, labels)
+            except ImportError as e:
+                row["torch"] = {"skipped": f"torch not installed ({e}); pip install -e '.[torch-ref]'"}
+        results[model] = row
+        j, t = row["jaxml"], row["torch"]
+        line = (f"{model}: jaxml {j['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch "
+                f"(fwd {j['forward_iterations']:.1f} / bwd {j['backward_iterations']:.1f} it, compile {j['compile_s']:.1f} s)")
+        if "s_per_step" in t:
+            row["speedup"] = t["s_per_step"] / j["s_per_step"]
+            line += (f"; torch {t['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch (fwd {t['forward_iterations']:.1f} / "
+                     f"bwd {t['backward_iterations']:.1f} it); jaxml is {row['speedup']:.2f}x faster")
+        print(line, flush=True)
+    if _OUT.value:
+        pathlib.Path(_OUT.value).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    app.run(main)
