@@ -63,7 +63,8 @@ def convergence_analysis(task, params, model_state, images, *, tol: float = 1e-6
         z_a, k_a, r_a, hist = fz(jnp.zeros_like(inj))
         key, sub = jax.random.split(key)
         z_b, k_b, _, _ = fz(jax.random.uniform(sub, inj.shape, inj.dtype))
-        anderson_solver = Solver(tol=tol, max_iter=max_iter, method="anderson")
+        anderson_solver = Solver(tol=tol, max_iter=max_iter, method="anderson",
+                                 nonnegative=model.variant in CONSTRAINED)
         _, k_and, _, hist_and = jax.jit(
             lambda z0: find_fixed_point(lambda z: f(w, z, inj), z0, anderson_solver, record=True))(jnp.zeros_like(inj))
         hist, hist_and = np.asarray(hist), np.asarray(hist_and)

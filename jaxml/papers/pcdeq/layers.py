@@ -152,6 +152,7 @@ class DEQLayer(nn.Module):
         if self.variant == "explicit":
             return unrolled_solve(f, w, inj, self.unroll)
         probe = self.variable("probe", "backward", jnp.zeros, (2,), jnp.float32)
+        solver = self.solver._replace(nonnegative=self.solver.nonnegative or self.variant in CONSTRAINED)
         use_kernel = (not self.conv and self.solver.method == "iteration"
                       and self.implementation != "generic")
         if use_kernel:
@@ -162,7 +163,7 @@ class DEQLayer(nn.Module):
                 implementation=self.implementation, probe=probe.value)
             z, stats = out.z, DEQStats(out.iterations.max(), out.residual.max())
         else:
-            z, stats = deq_solve(f, w, inj, solver=self.solver, probe=probe.value)
+            z, stats = deq_solve(f, w, inj, solver=solver, probe=probe.value)
         self.sow("diagnostics", "forward_iterations", stats.iterations.astype(jnp.float32))
         self.sow("diagnostics", "forward_residual", stats.residual)
         return z

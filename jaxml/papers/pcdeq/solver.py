@@ -37,6 +37,11 @@ class Solver(NamedTuple):
       max_iter: at most this many applications of f (official: 200).
       method: 'iteration' (plain z <- f(z), what the paper's theory covers) or 'anderson'.
       memory, beta, lam: Anderson's history size, mixing and Tikhonov regularisation.
+      nonnegative: keep Anderson in the nonnegative orthant: an example whose extrapolated iterate
+        has a negative entry takes the plain step f(x_k) instead. pcDEQ's uniqueness holds in the
+        orthant only; unguarded Anderson can leave it and converge to another, negative fixed point
+        of the same map (found by the tests; clipping at 0 instead stalled). Plain iteration of a
+        positive map never leaves the orthant, so this only affects 'anderson'.
     """
 
     tol: float = 1e-4
@@ -45,6 +50,7 @@ class Solver(NamedTuple):
     memory: int = 5
     beta: float = 1.0
     lam: float = 1e-4
+    nonnegative: bool = False
 
     def validate(self) -> "Solver":
         if self.method not in METHODS:
@@ -63,7 +69,7 @@ class DEQStats(NamedTuple):
 
 def anderson(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 1e-4,
              max_iter: int = 200, memory: int = 5, beta: float = 1.0, lam: float = 1e-4,
-             record: bool = False):
+             nonnegative: bool = False, record: bool = False):
     """Anderson acceleration (type II, per example along axis 0), same stop rule as `iterate`.
 
     Each example b keeps the last `memory` pairs (x_i, f(x_i)) and takes
@@ -115,6 +121,9 @@ def anderson(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float =
         y = jnp.zeros((batch, m + 1), jnp.float32).at[:, 0].set(1.0)
         alpha = jnp.linalg.solve(H, y[..., None])[:, 1:, 0] * valid[None]
         x_new = beta * jnp.einsum("bi,bif->bf", alpha, F) + (1 - beta) * jnp.einsum("bi,bif->bf", alpha, X)
+        if nonnegative:   # safeguard: an example whose extrapolation leaves the orthant takes f(x_k)
+            outside = jnp.any(x_new < 0.0, axis=1, keepdims=True)
+            x_new = jnp.where(outside, last, x_new)
         f_new = flat(f(x_new.reshape(shape).astype(dtype)))
         slot = k % m
         X, F = X.at[:, slot].set(x_new), F.at[:, slot].set(f_new)
@@ -140,7 +149,7 @@ def find_fixed_point(f: Callable[[jax.Array], jax.Array], z0: jax.Array, solver:
     if solver.method == "iteration":
         return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record)
     return anderson(f, z0, tol=solver.tol, max_iter=solver.max_iter, memory=solver.memory,
-                    beta=solver.beta, lam=solver.lam, record=record)
+                    beta=solver.beta, lam=solver.lam, nonnegative=solver.nonnegative, record=record)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))

@@ -18,7 +18,7 @@ import ml_collections
 from jaxml.core.config import parse_arg, scale_of
 from jaxml.core.train import default_config
 
-STEPS_PER_EPOCH = 938   # ceil(60000 / 64)
+STEPS_PER_EPOCH = 937   # 60000 // 64: the loop drops the last partial batch
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
