@@ -213,3 +213,26 @@ def test_fixed_point_map_matches_pytorch_weight_norm_layer(conv):
         ref = np.transpose(ref, (0, 2, 3, 1))
     ours = layer_map("tanh", conv)(weight_norm(jnp.asarray(v), jnp.asarray(g)), jnp.asarray(z), injection("pcdeq1", jnp.asarray(x)))
     np.testing.assert_allclose(ours, ref, atol=2e-6)
+
+
+@pytest.mark.parametrize("model", ["single_conv", "multi_conv"])
+def test_conv_networks_train_on_fashion_mnist_with_nonnegative_deq_weights(model, tmp_path):
+    from jaxml.core.config import load_config
+    from jaxml.core.train import load_train_state
+    from jaxml.papers.pcdeq.experiments import train
+    from jaxml.papers.pcdeq.task import make_task
+
+    path = "jaxml/papers/pcdeq/configs/train.py"
+    config = load_config(f"{path}:tiny,model={model}")
+    result = train(config, tmp_path)
+    assert result.metrics["last_epoch_forward_iterations"] >= 2
+    for key, value in result.metrics.items():
+        if key.endswith("/converged"):
+            assert value == 1.0, key
+        if key.endswith("/uniqueness_distance"):
+            assert value < 1e-4, (key, value)
+    state = load_train_state(tmp_path, make_task(config), config)
+    for path_, leaf in jax.tree_util.tree_leaves_with_path(state.params):
+        name = jax.tree_util.keystr(path_)
+        if "deq" in name and (name.endswith("['v']") or name.endswith("['g']")):
+            assert float(jnp.min(leaf)) >= 0.0, name

@@ -14,7 +14,8 @@ from jaxml.core.config import parse_arg, scale_of
 
 LINEAR = ("model=linear,variant=pcdeq1,act=tanh", "model=linear,variant=pcdeq1,act=softsign",
           "model=linear,variant=pcdeq1,act=relu6", "model=linear,variant=pcdeq2,act=sigmoid",
-          "model=linear,variant=deq,act=tanh", "model=linear,variant=explicit,act=tanh")
+          "model=linear,variant=deq,act=tanh", "model=linear,variant=explicit,act=tanh",
+          "model=linear,variant=pcdeq1,act=tanh,solver=anderson")
 CONV = ("model=multi_conv,variant=pcdeq1,act=softsign", "model=multi_conv,variant=deq,act=tanh",
         "model=multi_conv,variant=explicit,act=tanh")
 
@@ -28,7 +29,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.gradcheck = True
     c.activations = ("tanh", "softsign", "relu6", "sigmoid")
     if c.scale == "quick":
-        c.runs = LINEAR[:1] + LINEAR[3:] + CONV[:1]
+        c.runs = LINEAR[:1] + LINEAR[3:6] + CONV[:1]
     if c.scale == "tiny":
         c.runs = (LINEAR[0], LINEAR[4])
         c.activations = ("tanh",)

@@ -39,7 +39,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
         solver=arg.solver, tol=1e-4, max_iter=200, unroll=8, implementation=arg.implementation))
     c.data = ml_collections.ConfigDict(dict(train_examples=-1, test_examples=-1))
     c.batch_size = 64
-    c.eval_batch_size = 500
+    c.eval_batch_size = 512
     default_epochs = {"tiny": 1.0, "quick": 1.0, "full": 10.0 if conv else 40.0}[scale]
     c.num_epochs = float(arg.epochs) if arg.epochs > 0 else default_epochs
     c.optimizer = ml_collections.ConfigDict(dict(name="adamw", learning_rate=5e-4, weight_decay=1.5e-2,
@@ -58,7 +58,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     if scale == "tiny":
         c.data.train_examples = 256
         c.data.test_examples = 200
-        c.eval_batch_size = 100
+        c.eval_batch_size = 40          # a multiple of 8: the tests run on 8 fake devices
         c.num_steps = 8 if conv else 20
         c.log_every_steps = 4
         c.checkpoint_every_steps = 10
