@@ -10,3 +10,5 @@ from jaxml.papers.pcm.spectral import (MISSING, PairwiseCounts, SpectralFit, cat
 
 __all__ = ["MISSING", "PairwiseCounts", "SpectralFit", "category_log_probs", "centred_rmse", "pairwise_counts",
            "spectral_estimate", "thresholds_from_counts", "validate_responses"]
+
+from jaxml.papers.pcm import experiments  # noqa: E402,F401  (registers the experiments)
