@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxml.core import progress, registry
 from jaxml.core.experiment import Result
-from jaxml.papers.pcm import abilities, baselines, data, spectral
+from jaxml.papers.pcm import abilities, baselines, data, mixture, spectral
 
 METHODS = ("spectral", "jmle", "mmle")
 
@@ -243,6 +243,50 @@ def verbal_table(config, workdir) -> Result:
     metrics["rmse_jmle_vs_mmle"] = float(np.sqrt(np.mean((centred["jmle"] - centred["mmle"]) ** 2)))
     return Result(metrics=metrics, headline="rmse_spectral_vs_mmle",
                   notes="thresholds centred by their grand mean; table in verbal_aggression_thresholds.md.")
+
+
+@registry.experiment("pcm/mixture")
+def mixture_recovery(config, workdir) -> Result:
+    """Spectral EM on a simulated mixture (recovery, assignment accuracy, held-out users' log-likelihood
+    for C = 1..max) and the number of components chosen on a real data set by held-out users."""
+    workdir = _workdir(workdir)
+    rng = np.random.default_rng(config.seed)
+    truth = rng.normal(size=(config.true_components, config.n_items, config.n_levels))
+    per = config.n_per_component
+
+    def draw(offset):
+        parts = [data.simulate(config.seed + offset + c, per, config.n_items, config.n_levels, thresholds=truth[c])
+                 for c in range(config.true_components)]
+        return np.concatenate([p.responses for p in parts]), np.repeat(np.arange(config.true_components), per)
+
+    x, z = draw(1)
+    x_test, _ = draw(100)
+    metrics = {}
+    for c in config.components:
+        fit, dt = timed(mixture.spectral_em, x, c)
+        metrics[f"sim/heldout_ll_C{c}"] = float(mixture.mixture_log_likelihood(fit, x_test).mean())
+        metrics[f"sim/seconds_C{c}"] = dt
+        if c == config.true_components:
+            metrics["sim/param_rmse"] = mixture.permutation_error(fit.thresholds, truth) / math.sqrt(truth.size)
+            labels = fit.responsibilities.argmax(1)
+            import itertools
+            metrics["sim/accuracy"] = max(float(np.mean(np.asarray(p)[labels] == z))
+                                          for p in itertools.permutations(range(c)))
+            metrics["sim/iterations"] = fit.iterations
+    metrics["sim/chosen_C"] = float(max(config.components, key=lambda c: metrics[f"sim/heldout_ll_C{c}"]))
+    if config.real_dataset:
+        d = data.load(config.real_dataset)
+        order = np.random.default_rng(config.seed).permutation(len(d.responses))
+        n_test = len(order) // 5
+        test, train = d.responses[order[:n_test]], d.responses[order[n_test:]]
+        for c in config.components:
+            fit = mixture.spectral_em(train, c, d.n_levels)
+            metrics[f"real/heldout_ll_C{c}"] = float(mixture.mixture_log_likelihood(fit, test).mean())
+        metrics["real/chosen_C"] = float(max(config.components, key=lambda c: metrics[f"real/heldout_ll_C{c}"]))
+    progress.log("mixture: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    return Result(metrics=metrics, headline="sim/param_rmse",
+                  notes=f"{config.true_components} components x {per} users, {config.n_items} items, L={config.n_levels}; "
+                        f"held-out log-likelihood per user (20% users held out on {config.real_dataset}).")
 
 
 @registry.experiment("pcm/reproduce")

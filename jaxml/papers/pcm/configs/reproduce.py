@@ -15,7 +15,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.experiment = "pcm/reproduce"
     c.scale = scale_of(arg)
-    c.parts = ("recovery", "scaling", "real", "verbal_table")
+    c.parts = ("recovery", "scaling", "real", "verbal_table", "mixture")
     if c.scale == "tiny":
         c.parts = ("recovery", "verbal_table")
     return c
