@@ -134,12 +134,14 @@ def _counts(x, w, n_levels: int, chunk: int) -> PairwiseCounts:
 
     def step(acc, batch):
         xb, wb = batch
-        onehot = (xb[:, :, None] == levels).astype(f)                     # [c, m, L+1]
-        weighted = onehot * wb[:, None, None]
-        y = jnp.einsum("uil,ujl->lij", weighted[:, :, 1:], onehot[:, :, :-1])
-        per_level = onehot.sum(1)                                           # [c, L+1]
-        v = jnp.einsum("uia,ub->aib", weighted, per_level)
-        return (acc[0] + y, acc[1] + v, acc[2] + weighted.sum(0)), None
+        # level-major one-hot [L+1, c, m]: Y is one batched matmul over levels contracting users
+        onehot = (xb[None] == levels[:, None, None]).astype(f)
+        weighted = onehot * wb[None, :, None]
+        y = jax.lax.dot_general(weighted[1:], onehot[:-1], (((1,), (1,)), ((0,), (0,))))    # [L, m, m]
+        per_level = onehot @ jnp.ones((m,), f)                                            # [L+1, c]
+        # V and N in one contraction: [per-level counts; ones] against the weighted one-hot
+        vn = jnp.einsum("aui,bu->aib", weighted, jnp.concatenate([per_level, jnp.ones((1, chunk), f)], 0))
+        return (acc[0] + y, acc[1] + vn[..., :-1], acc[2] + vn[..., -1].T), None
 
     zeros = (jnp.zeros((n_levels, m, m), f), jnp.zeros((n_levels + 1, m, n_levels + 1), f),
              jnp.zeros((m, n_levels + 1), f))
@@ -165,16 +167,18 @@ def pairwise_counts(responses, n_levels: int | None = None, weights=None, *, chu
         if n_levels is None:
             raise ValueError("pairwise_counts(validate=False) needs n_levels")
     n = x.shape[0]
+    return _counts(jnp.asarray(x), _weights(weights, n), int(n_levels), int(min(chunk, max(n, 1))))
+
+
+def _weights(weights, n):
     if weights is None:
-        w = jnp.ones((n,), jnp.result_type(float))
-    else:
-        w = np.asarray(weights)
-        if w.shape != (n,):
-            raise ValueError(f"weights: expected shape ({n},) (one per user), got {w.shape}")
-        if not np.all(np.isfinite(w)) or (w < 0).any():
-            raise ValueError("weights: must be finite and non-negative")
-        w = jnp.asarray(w, jnp.result_type(float))
-    return _counts(jnp.asarray(x), w, int(n_levels), int(min(chunk, max(n, 1))))
+        return jnp.ones((n,), jnp.result_type(float))
+    w = np.asarray(weights)
+    if w.shape != (n,):
+        raise ValueError(f"weights: expected shape ({n},) (one per user), got {w.shape}")
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError("weights: must be finite and non-negative")
+    return jnp.asarray(w, jnp.result_type(float))
 
 
 def _regularised_chain(y, lam):
@@ -272,15 +276,29 @@ def thresholds_from_counts(counts: PairwiseCounts, *, lam: float = 0.1, tol: flo
     return _fit(counts, jnp.asarray(lam, dtype), jnp.asarray(tol, dtype), int(max_iters))
 
 
+@functools.partial(jax.jit, static_argnames=("n_levels", "chunk", "max_iters"))
+def _estimate(x, w, n_levels, chunk, lam, tol, max_iters):
+    counts = _counts(x, w, n_levels, chunk)
+    return counts, _fit(counts, lam.astype(w.dtype), tol.astype(w.dtype), max_iters)
+
+
 def spectral_estimate(responses, n_levels: int | None = None, weights=None, *, lam: float = 0.1,
                       tol: float = 1e-6, max_iters: int = 10_000, chunk: int = 8192) -> jax.Array:
     """Item thresholds `[n_items, L]` of the PCM by the spectral method (level-1 mean is 0).
 
+    Users without any observed response are allowed and contribute nothing (`validate_responses`
+    rejects them by default). One compiled program reads the data and solves the chains; the identifiability check
+    (`check_counts`) runs on the small count matrices afterwards and raises ValueError if it fails.
+
     Example:
         beta = spectral_estimate(X)      # X: [n_users, n_items] ints, -1 for missing
     """
-    counts = pairwise_counts(responses, n_levels, weights, chunk=chunk)
-    return thresholds_from_counts(counts, lam=lam, tol=tol, max_iters=max_iters).thresholds
+    x, n_levels = validate_responses(responses, n_levels, allow_empty_rows=True)
+    w = _weights(weights, x.shape[0])
+    counts, fit = _estimate(jnp.asarray(x), w, int(n_levels), int(min(chunk, max(x.shape[0], 1))),
+                            jnp.asarray(lam), jnp.asarray(tol), int(max_iters))
+    check_counts(counts)
+    return fit.thresholds
 
 
 # --- the PCM likelihood, shared by abilities, baselines and evaluation ------------------------------
