@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-import resource
 import time
 
 import jax
@@ -137,6 +136,7 @@ def scaling(config, workdir) -> Result:
             metrics[f"seconds_{method}_n{n}"] = ts[-1]
         curves[f"{method} vs n (m={config.n_items})"] = (ns, ts)
         metrics[f"slope_{method}_n"] = _slope(ns, ts)
+        metrics[f"slope_{method}_n_top3"] = _slope(ns[-3:], ts[-3:])     # past the fixed per-call overhead
         progress.log(f"scaling {method}: " + ", ".join(f"n={n}: {t * 1e3:.1f} ms" for n, t in zip(ns, ts)))
     ts = []
     for m in config.ms:
@@ -150,7 +150,6 @@ def scaling(config, workdir) -> Result:
         n, m, L = config.big_n, config.big_m, config.n_levels
         sim = data.simulate(0, n, m, L, chunk=1 << 18)
         x = sim.responses
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         dt = _time_spectral(x, L, config.repeats)
         est = fit_thresholds("spectral", x, L)
         itemsize = np.dtype(jax.numpy.result_type(float)).itemsize
@@ -159,7 +158,6 @@ def scaling(config, workdir) -> Result:
         metrics["big_matrix_mb"] = x.nbytes / 2 ** 20
         metrics["big_state_mb"] = (L * m * m + (L + 1) ** 2 * m + m * (L + 1)) * itemsize / 2 ** 20
         metrics["big_chunk_mb"] = 8192 * m * (L + 1) * itemsize * 2 / 2 ** 20
-        metrics["big_peak_rss_growth_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
         progress.log(f"scaling big: {n} users x {m} items in {dt:.2f}s, rmse {metrics['big_rmse']:.4f}")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
