@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.papers.pcm.abilities import gauss_hermite, mle_abilities
-from jaxml.papers.pcm.spectral import category_log_probs, validate_responses
+from jaxml.papers.pcm.spectral import MISSING, category_log_probs, validate_responses
 
 BETA_BOUND = 10.0
 
@@ -119,19 +119,21 @@ def jmle(responses, n_levels: int | None = None, *, max_iters: int = 100, tol: f
     keep = ~(lo_all | hi_all)
     if keep.sum() < 2:
         raise ValueError("jmle: fewer than two users without an all-minimum or all-maximum response pattern")
-    xk = jnp.asarray(x[keep])
+    # Dropped users become all-missing rows rather than being removed, so that the array shapes (and
+    # the compiled programs) do not depend on how many users were trimmed.
+    xk = jnp.asarray(np.where(keep[:, None], x, MISSING).astype(x.dtype))
+    kept = jnp.asarray(keep)
     dtype = jnp.result_type(float)
     beta = jnp.tile(jnp.linspace(-1.0, 1.0, n_levels, dtype=dtype), (x.shape[1], 1))
     it = 0
     for it in range(1, max_iters + 1):
         theta = mle_abilities(xk, beta, bounds=bounds, validate=False)
-        theta = theta - theta.mean()
+        theta = theta - jnp.sum(jnp.where(kept, theta, 0.0)) / kept.sum()
         new = _jmle_items(xk, theta, beta, n_levels, newton_steps)
         change = float(jnp.max(jnp.abs(new - beta)))
         beta = new
         if change < tol:
             break
-    theta = mle_abilities(xk, beta, bounds=bounds, validate=False)
-    full = np.full(x.shape[0], np.nan)
-    full[keep] = np.asarray(theta)
+    theta = np.asarray(mle_abilities(xk, beta, bounds=bounds, validate=False))
+    full = np.where(keep, theta, np.nan)
     return JMLEFit(beta, jnp.asarray(full), it)
