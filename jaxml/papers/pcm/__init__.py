@@ -11,11 +11,13 @@ from jaxml.papers.pcm.abilities import eap_abilities, mle_abilities, rating_log_
 from jaxml.papers.pcm.baselines import jmle, mmle
 from jaxml.papers.pcm.data import heldout_split, load, simulate
 from jaxml.papers.pcm.mixture import MixtureFit, mixture_log_likelihood, spectral_em
+from jaxml.papers.pcm.sparse import pairwise_counts_sparse, spectral_estimate_sparse
 from jaxml.papers.pcm.spectral import (MISSING, PairwiseCounts, SpectralFit, category_log_probs, centred_rmse,
                                        pairwise_counts, spectral_estimate, thresholds_from_counts,
                                        validate_responses)
 
 __all__ = ["MISSING", "MixtureFit", "PairwiseCounts", "SpectralFit", "category_log_probs", "centred_rmse",
            "eap_abilities", "heldout_split", "jmle", "load", "mixture_log_likelihood", "mle_abilities", "mmle",
-           "pairwise_counts", "rating_log_probs", "simulate", "spectral_em", "spectral_estimate",
+           "pairwise_counts", "pairwise_counts_sparse", "rating_log_probs", "simulate", "spectral_em",
+           "spectral_estimate", "spectral_estimate_sparse",
            "thresholds_from_counts", "validate_responses"]

@@ -126,3 +126,43 @@ def heldout_split(responses, seed: int = 0, min_train: int = 1) -> Split:
     scores = x[eligible, items].copy()
     x[eligible, items] = MISSING
     return Split(x, eligible, items, scores)
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulatedRatings:
+    users: np.ndarray           # [T] int32
+    items: np.ndarray           # [T] int32
+    scores: np.ndarray          # [T] int8
+    thresholds: np.ndarray      # [m, L]
+    abilities: np.ndarray       # [n]
+
+
+@jax.jit
+def _sample_pairs(key, theta, beta):
+    """theta: [c, k] abilities of the raters, beta: [c, k, L] thresholds of the rated items."""
+    steps = theta[..., None] - beta
+    logits = jnp.concatenate([jnp.zeros(steps.shape[:-1] + (1,)), jnp.cumsum(steps, -1)], -1)
+    return jax.random.categorical(key, logits, axis=-1)
+
+
+def simulate_ratings(seed: int, n_users: int, n_items: int, n_levels: int, per_user: int,
+                     chunk: int = 1 << 17) -> SimulatedRatings:
+    """Sparse PCM ratings: each user rates `per_user` items drawn uniformly with replacement, repeats
+    dropped (so a few users rate fewer); thresholds and abilities ~ N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    thresholds = rng.normal(size=(n_items, n_levels))
+    theta = rng.normal(size=n_users)
+    items = np.sort(rng.integers(0, n_items, size=(n_users, per_user)), axis=1)
+    first = np.ones_like(items, dtype=bool)
+    first[:, 1:] = items[:, 1:] != items[:, :-1]
+    key = jax.random.PRNGKey(seed)
+    beta = jnp.asarray(thresholds, jnp.float32)
+    scores = []
+    for start in range(0, n_users, chunk):
+        key, sub = jax.random.split(key)
+        it = items[start:start + chunk]
+        th = jnp.broadcast_to(jnp.asarray(theta[start:start + chunk, None], jnp.float32), it.shape)
+        scores.append(np.asarray(_sample_pairs(sub, th, beta[it]), np.int8))
+    scores = np.concatenate(scores)
+    users = np.broadcast_to(np.arange(n_users, dtype=np.int32)[:, None], items.shape)
+    return SimulatedRatings(users[first], items[first].astype(np.int32), scores[first], thresholds, theta)
