@@ -81,7 +81,8 @@ def main(_):
         print("\nVerbalAggression thresholds (grand mean removed): item | spectral | jaxml MMLE | girth pcm_mml "
               f"(discrimination {np.min(g['Discrimination']):.2f}..{np.max(g['Discrimination']):.2f})")
         for i, item in enumerate(d.items):
-            print(f"| {item} | " + " | ".join(f"{centred[k][i, 0]:.3f}, {centred[k][i, 1]:.3f}" for k in centred) + " |")
+            cells = " | ".join(f"{centred[k][i, 0]:.3f}, {centred[k][i, 1]:.3f}" for k in centred)
+            print(f"| {item} | {cells} |")
         for k in ("mmle", "girth_pcm_mml"):
             rmse = float(np.sqrt(np.mean((centred["spectral"] - centred[k]) ** 2)))
             results[f"verbal_rmse_spectral_vs_{k}"] = rmse

@@ -243,9 +243,11 @@ def verbal_table(config, workdir) -> Result:
     d = data.load("verbal_aggression")
     est = {m: fit_thresholds(m, d.responses, d.n_levels, config) for m in METHODS}
     centred = {m: e - e.mean() for m, e in est.items()}
-    lines = ["| item | " + " | ".join(f"{m} b1 | {m} b2" for m in METHODS) + " |", "|---" * (1 + 2 * len(METHODS)) + "|"]
+    lines = ["| item | " + " | ".join(f"{m} b1 | {m} b2" for m in METHODS) + " |",
+             "|---" * (1 + 2 * len(METHODS)) + "|"]
     for i, item in enumerate(d.items):
-        lines.append(f"| {item} | " + " | ".join(f"{centred[m][i, 0]:.3f} | {centred[m][i, 1]:.3f}" for m in METHODS) + " |")
+        cells = " | ".join(f"{centred[m][i, 0]:.3f} | {centred[m][i, 1]:.3f}" for m in METHODS)
+        lines.append(f"| {item} | {cells} |")
     (workdir / "verbal_aggression_thresholds.md").write_text("\n".join(lines) + "\n")
     metrics = {}
     for other in ("mmle", "jmle"):
@@ -298,7 +300,8 @@ def mixture_recovery(config, workdir) -> Result:
         metrics["real/chosen_C"] = float(max(config.components, key=lambda c: metrics[f"real/heldout_ll_C{c}"]))
     progress.log("mixture: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
     return Result(metrics=metrics, headline="sim/param_rmse",
-                  notes=f"{config.true_components} components x {per} users, {config.n_items} items, L={config.n_levels}; "
+                  notes=f"{config.true_components} components x {per} users, {config.n_items} items, "
+                        f"L={config.n_levels}; "
                         f"held-out log-likelihood per user (20% users held out on {config.real_dataset}).")
 
 
@@ -309,7 +312,7 @@ def reproduce(config, workdir) -> Result:
 
     workdir = pathlib.Path(workdir)
     configs = pathlib.Path(__file__).parent / "configs"
-    metrics, figures, notes = {}, [], []
+    metrics, figures, notes, headlines = {}, [], [], []
     for part in config.parts:
         arg = "" if config.scale == "full" else config.scale
         sub = load_config(f"{configs / (part + '.py')}:{arg}" if arg else str(configs / f"{part}.py"))
@@ -317,6 +320,6 @@ def reproduce(config, workdir) -> Result:
         metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
         figures += result.figures
         notes.append(f"{part}: {result.notes}")
-    headline = next(k for k in metrics if k.startswith("recovery/rmse_spectral")) if "recovery" in config.parts \
-        else next(iter(metrics))
+        headlines.append(f"{part}/{result.headline}")
+    headline = headlines[0]                                  # recovery: spectral RMSE at the largest n
     return Result(metrics=metrics, headline=headline, figures=figures, notes=" ".join(notes))

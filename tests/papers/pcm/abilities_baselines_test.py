@@ -66,7 +66,8 @@ def _marginal_nll(beta_flat, x, shape, nodes, weights):
     beta = beta_flat.reshape(shape)
     p = reference.pcm_probs(nodes, beta)                                  # [Q, m, L+1]
     obs = x >= 0
-    logp = np.where(obs[:, None, :], np.log(p[:, np.arange(shape[0]), np.where(obs, x, 0)]).transpose(1, 0, 2), 0.0)  # [n, Q, m]
+    picked = p[:, np.arange(shape[0]), np.where(obs, x, 0)].transpose(1, 0, 2)       # [n, Q, m]
+    logp = np.where(obs[:, None, :], np.log(picked), 0.0)
     ll = logp.sum(-1) + np.log(weights)
     top = ll.max(1, keepdims=True)
     return -(top[:, 0] + np.log(np.exp(ll - top).sum(1))).sum()
