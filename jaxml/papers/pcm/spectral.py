@@ -270,6 +270,9 @@ def thresholds_from_counts(counts: PairwiseCounts, *, lam: float = 0.1, tol: flo
       tol: l2 tolerance of the power iteration (per level); max_iters: its cap.
       check: raise ValueError on an unidentified threshold instead of returning an arbitrary number.
     """
+    y, v, cnt = (np.shape(a) for a in counts)
+    if len(y) != 3 or y[1] != y[2] or v != (y[0] + 1, y[1], y[0] + 1) or cnt != (y[1], y[0] + 1):
+        raise ValueError(f"counts: expected Y [L, m, m], V [L+1, m, L+1], N [m, L+1]; got {y}, {v}, {cnt}")
     if check:
         check_counts(counts)
     dtype = counts.Y.dtype

@@ -20,6 +20,7 @@ def test_exact_expected_counts_recover_thresholds_to_1e6():
         counts = spectral.PairwiseCounts(jnp.asarray(y), jnp.asarray(v), jnp.asarray(cnt))
         fit = spectral.thresholds_from_counts(counts, lam=0.0, tol=1e-15, max_iters=100_000)
         got = np.asarray(fit.thresholds)
+        assert int(fit.iterations) < 100_000 and float(fit.residual) < 1e-15     # converged, not capped
     want = beta - beta[:, 0].mean()                                   # identified: level-1 mean 0
     np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
     assert got.dtype == np.float64
@@ -107,6 +108,12 @@ def test_unidentified_item_is_an_error():
     x = np.array([[0, 1, -1], [1, 0, -1], [-1, -1, 1], [-1, -1, 0]])   # item 2 is never seen with another
     with pytest.raises(ValueError, match="item 2 is never compared at level 1"):
         spectral.spectral_estimate(x, 1)
+
+
+def test_count_shapes_are_checked():
+    counts = spectral.pairwise_counts(np.array([[0, 1, 2], [2, 1, 0]]), 2)
+    with pytest.raises(ValueError, match="expected Y \\[L, m, m\\]"):
+        spectral.thresholds_from_counts(counts._replace(N=counts.N[:2]))
 
 
 def test_bad_weights():
