@@ -91,8 +91,12 @@ def _best_shift(x, beta, q, nodes, log_w, sigma, points=41):
 
 def spectral_em(responses, n_components: int, n_levels: int | None = None, *, seed: int = 0, sigma: float = 1.0,
                 max_iters: int = 30, tol: float = 1e-4, lam: float = 0.1, n_points: int = 41,
-                init_labels=None) -> MixtureFit:
-    """Fits a C-component mixture of PCMs (see the module docstring)."""
+                init_labels=None, validation=None) -> MixtureFit:
+    """Fits a C-component mixture of PCMs (see the module docstring).
+
+    validation: optional `[n_val, m]` responses of other users; as in the official code, EM stops early
+    when their mean log-likelihood drops, and the previous iterate is returned.
+    """
     x, n_levels = validate_responses(responses, n_levels)
     n, m = x.shape
     if n_components < 1 or n_components > n:
@@ -104,7 +108,7 @@ def spectral_em(responses, n_components: int, n_levels: int | None = None, *, se
     q = np.asarray(jax.nn.one_hot(labels, n_components), np.float64)
     q = 0.98 * q + 0.02 / n_components                             # soft start: no component is empty
     beta = np.zeros((n_components, m, n_levels))
-    ll_total, it = -np.inf, 0
+    ll_total, it, best_val, previous = -np.inf, 0, -np.inf, None
     for it in range(1, max_iters + 1):
         new = np.empty_like(beta)
         for c in range(n_components):
@@ -120,9 +124,15 @@ def spectral_em(responses, n_components: int, n_levels: int | None = None, *, se
         norm = jax.nn.logsumexp(comp, 1, keepdims=True)
         q = np.asarray(jnp.exp(comp - norm), np.float64)
         ll_total = float(norm.sum())
+        current = MixtureFit(beta.copy(), q.mean(0), q, ll_total, it)
+        if validation is not None:
+            val = float(mixture_log_likelihood(current, validation, sigma=sigma, n_points=n_points).mean())
+            if val < best_val and previous is not None:
+                return previous
+            best_val, previous = val, current
         if change < tol:
             break
-    return MixtureFit(beta, q.mean(0), q, ll_total, it)
+    return current
 
 
 def mixture_log_likelihood(fit: MixtureFit, responses, *, sigma: float = 1.0, n_points: int = 41) -> np.ndarray:

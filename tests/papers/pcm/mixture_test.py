@@ -47,3 +47,17 @@ def test_permutation_error_is_permutation_and_shift_invariant():
 def test_bad_component_count():
     with pytest.raises(ValueError, match="n_components"):
         mixture.spectral_em(np.array([[0, 1], [1, 0]]), 3)
+
+
+def test_validation_early_stop_returns_the_best_iterate():
+    x, _, _ = _two_groups()
+    xv, _, _ = _two_groups(seed=0, users=20)
+    free = mixture.spectral_em(x, 2, seed=0, tol=0.0, max_iters=8)
+    stopped = mixture.spectral_em(x, 2, seed=0, tol=0.0, max_iters=8, validation=xv)
+    assert stopped.iterations <= free.iterations == 8
+    # every iterate up to the returned one is what plain EM computes (same start, same updates)
+    again = mixture.spectral_em(x, 2, seed=0, tol=0.0, max_iters=stopped.iterations)
+    np.testing.assert_allclose(stopped.thresholds, again.thresholds, atol=1e-6)
+    if stopped.iterations < 8:     # stopped early: one more iterate is worse on the validation users
+        nxt = mixture.spectral_em(x, 2, seed=0, tol=0.0, max_iters=stopped.iterations + 1)
+        assert (mixture.mixture_log_likelihood(nxt, xv).mean() < mixture.mixture_log_likelihood(stopped, xv).mean())
