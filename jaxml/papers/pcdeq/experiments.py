@@ -23,6 +23,7 @@ from jaxml.core.experiment import Result
 from jaxml.core.mesh import num_params
 from jaxml.core.metrics import read_metrics
 from jaxml.core.train import train_and_evaluate
+from jaxml.data import pipeline
 from jaxml.papers.pcdeq.layers import CONSTRAINED, layer_map
 from jaxml.papers.pcdeq.solver import Solver, find_fixed_point, geometric_rate
 from jaxml.papers.pcdeq.task import make_task
@@ -154,7 +155,7 @@ def train(config, workdir) -> Result:
     workdir = pathlib.Path(workdir)
     task = make_task(config)
     outcome = train_and_evaluate(config, workdir, task=task)
-    steps_per_epoch = int(np.ceil(len(task.train_data()) / config.batch_size))
+    steps_per_epoch = pipeline.steps_per_epoch(len(task.train_data()), config.batch_size)   # as the loop
     rows = epoch_table(workdir, steps_per_epoch)
     params = jax.device_get(outcome.state.params)
     model_state = jax.device_get(outcome.state.model_state)

@@ -167,7 +167,8 @@ def _deq_bwd(f, solver, residuals, cotangents):
     params, x, z = residuals
     g = cotangents[0]
     _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
-    u, k, r = find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver)
+    # The adjoint u has no sign constraint: Anderson's orthant guard is for the forward map only.
+    u, k, r = find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver._replace(nonnegative=False))
     _, vjp_px = jax.vjp(lambda p, xx: f(p, z, xx), params, x)
     d_params, d_x = vjp_px(u)
     return d_params, d_x, jnp.stack([k.astype(jnp.float32), r.astype(jnp.float32)])

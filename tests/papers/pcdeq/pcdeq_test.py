@@ -103,9 +103,20 @@ def test_anderson_needs_the_orthant_guard_on_pcdeq_maps():
     np.testing.assert_allclose(f(w, wild, x), wild, atol=1e-4)
     # With the guard, its implicit gradient equals plain iteration's.
     t = jax.random.normal(jax.random.PRNGKey(1), x.shape)
-    g = lambda m: jax.grad(lambda w: jnp.sum(deq_solve(
-        f, w, x, solver=Solver(tol=1e-7, method=m, nonnegative=True))[0] * t))(w)
-    np.testing.assert_allclose(g("anderson"), g("iteration"), rtol=1e-3, atol=1e-6)
+    def grads(solver):
+        return jax.grad(lambda w, probe: jnp.sum(deq_solve(f, w, x, solver=solver, probe=probe)[0] * t),
+                        (0, 1))(w, jnp.zeros(2))
+    g_and, probe_and = grads(Solver(tol=1e-7, method="anderson", nonnegative=True))
+    g_it, _ = grads(Solver(tol=1e-7))
+    np.testing.assert_allclose(g_and, g_it, rtol=1e-3, atol=1e-6)
+    # The adjoint has no sign constraint: the guard applies to the forward map only, so the backward
+    # solve is the same with and without it (it was plain iteration in disguise before this fix).
+    solver = Solver(tol=1e-7, method="anderson", nonnegative=True)
+    z, _ = deq_solve(f, w, x, solver=solver)
+    _, vjp = jax.vjp(lambda zz: f(w, zz, x), z)
+    _, k_free, _ = anderson(lambda u: vjp(u)[0] + t, t, tol=1e-7, nonnegative=False)
+    _, k_guarded, _ = anderson(lambda u: vjp(u)[0] + t, t, tol=1e-7, nonnegative=True)
+    assert int(probe_and[0]) == int(k_free) != int(k_guarded), (probe_and, k_free, k_guarded)
 
 
 def test_weight_norm_is_per_output_unit():
