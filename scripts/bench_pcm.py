@@ -7,7 +7,7 @@ On the same simulated matrix (users ~ N(0,1), thresholds ~ N(0,1)) it times, aft
 the JAX methods: jaxml's spectral estimator, jaxml's MMLE and JMLE (discrimination 1), and girth's
 pcm_mml and pcm_jml (which also fit a discrimination per item, i.e. a GPCM, as stock girth does),
 and prints the ratios and each method's centred RMSE of thresholds. It then fits VerbalAggression
-with girth's pcm_mml and prints its thresholds next to jaxml's spectral and MMLE ones. Without girth
+with girth's pcm_mml and prints its thresholds next to jaxml's spectral and MMLE ones (`pip install -e ".[girth-ref]"`). Without girth
 installed it times the jaxml methods only and says so.
 """
 
