@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from jaxml.core.benchmark import timed  # noqa: E402
 
 from absl import app, flags, logging  # noqa: E402
 
@@ -41,23 +42,6 @@ _CPU_INTERPRET = flags.DEFINE_bool("cpu_interpret", False, "On CPU, also run the
                                    "given shapes: a smoke test of this script, not a benchmark.")
 
 
-def _median_ms(fn, reps):
-    import jax
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return 1e3 * sorted(times)[len(times) // 2]
-
-
-def _timed(fn, reps):
-    """(first call seconds incl. compilation, median ms, result)."""
-    import jax
-    t0 = time.perf_counter()
-    result = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    return first, _median_ms(fn, reps), result
 
 
 def _functions(implementation, causal, lrp):
@@ -113,8 +97,8 @@ def main(argv):
         for impl in implementations:
             fwd, fwd_bwd = _functions(impl, _CAUSAL.value, _LRP.value)
             try:
-                first_f, ms_f, out = _timed(lambda: fwd(q, k, v), reps)
-                first_b, ms_b, (_, grads) = _timed(lambda: fwd_bwd(q, k, v, w), reps)
+                first_f, ms_f, out = timed(lambda: fwd(q, k, v), reps)
+                first_b, ms_b, (_, grads) = timed(lambda: fwd_bwd(q, k, v, w), reps)
             except Exception as e:  # a kernel that does not compile here is a result, not a crash
                 failed = True
                 row[impl] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}

@@ -25,23 +25,11 @@ import argparse
 import json
 import pathlib
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from jaxml.core.benchmark import timed  # noqa: E402
 
-def _timed(fn, reps):
-    """(first call seconds incl. compilation, median ms, result)."""
-    import jax
-    t0 = time.perf_counter()
-    result = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return first, 1e3 * sorted(times)[len(times) // 2], result
 
 
 def _operands(batch, n, weights, seed=0):
@@ -107,8 +95,8 @@ def main(argv=None):
                 grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))
                 probe = jnp.zeros((2,), jnp.float32)
                 try:
-                    first_f, ms_f, res = _timed(lambda: fwd(w, x), reps)  # noqa: B023
-                    first_b, ms_b, grads = _timed(lambda: grad(w, x, probe), reps)  # noqa: B023
+                    first_f, ms_f, res = timed(lambda: fwd(w, x), reps)  # noqa: B023
+                    first_b, ms_b, grads = timed(lambda: grad(w, x, probe), reps)  # noqa: B023
                 except Exception as e:  # a kernel that does not compile here is a result, not a crash
                     failed = True
                     row[impl] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}

@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from jaxml.core.benchmark import timed  # noqa: E402
 
 from absl import app, flags, logging  # noqa: E402
 
@@ -40,19 +41,6 @@ _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
 _CPU_INTERPRET = flags.DEFINE_bool("cpu_interpret", False, "On CPU, also run the interpret-mode kernel at the "
                                    "given shapes: a smoke test of this script, not a benchmark.")
 
-
-def _timed(fn, reps):
-    """(first call seconds incl. compilation, median ms, result)."""
-    import jax
-    t0 = time.perf_counter()
-    result = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return first, 1e3 * sorted(times)[len(times) // 2], result
 
 
 def _operands(m, k, n, rank, dtype, seed=0):
@@ -110,7 +98,7 @@ def main(argv):
             outputs = {}
             for name in variants:
                 try:
-                    first, ms, out = _timed(lambda: calls[name](x, w, a, b), reps)
+                    first, ms, out = timed(lambda: calls[name](x, w, a, b), reps)
                 except Exception as e:  # a kernel that does not compile here is a result, not a crash
                     failed = True
                     row[name] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
