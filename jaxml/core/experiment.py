@@ -44,3 +44,26 @@ class Result:
 
     def save(self, path: str | pathlib.Path) -> None:
         pathlib.Path(path).write_text(json.dumps(self.to_json(), indent=2, default=float))
+
+
+def run_parts(slug: str, parts, scale: str, configs_dir: str | pathlib.Path, workdir: str | pathlib.Path
+              ) -> tuple[dict[str, float], list[str], list[str], list[Result]]:
+    """Runs experiments `<slug>/<part>` with their configs `configs_dir/<part>.py` at `scale` ('' or
+    'full' for the full config), each in `workdir/<part>`: what a paper's `reproduce` gathers.
+
+    Returns `(metrics prefixed "<part>/", figures, notes prefixed "<part>: ", the Results)`.
+    """
+    from jaxml.core import registry
+    from jaxml.core.config import load_config
+
+    configs_dir, workdir = pathlib.Path(configs_dir), pathlib.Path(workdir)
+    metrics, figures, notes, results = {}, [], [], []
+    for part in parts:
+        path = str(configs_dir / f"{part}.py")
+        sub = load_config(f"{path}:{scale}" if scale and scale != "full" else path)
+        result = registry.get_experiment(f"{slug}/{part}")(sub, workdir / part)
+        metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
+        figures += result.figures
+        notes.append(f"{part}: {result.notes}")
+        results.append(result)
+    return metrics, figures, notes, results

@@ -19,7 +19,7 @@ import numpy as np
 from jaxml.compress import calibration
 from jaxml.compress.linear import quantized_ops
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result
+from jaxml.core.experiment import Result, run_parts
 from jaxml.data import text
 from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer.lqer import activation_scale
@@ -222,19 +222,8 @@ def _plot_spectra(path, curves, bits):
 @registry.experiment("lqer/reproduce")
 def reproduce(config, workdir) -> Result:
     """The perplexity table, the rank sweep and the spectra at one scale."""
-    from jaxml.core.config import load_config
-
-    workdir = pathlib.Path(workdir)
-    configs = pathlib.Path(__file__).parent / "configs"
-    metrics, figures, notes = {}, [], []
-    status = "measured"
-    for part in config.parts:
-        arg = "" if config.scale == "full" else config.scale
-        sub = load_config(f"{configs / (part + '.py')}:{arg}" if arg else str(configs / f"{part}.py"))
-        result = registry.get_experiment(f"lqer/{part}")(sub, workdir / part)
-        metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
-        figures += result.figures
-        notes.append(f"{part}: {result.notes}")
-        status = "differs" if result.status == "differs" else status
+    metrics, figures, notes, results = run_parts("lqer", config.parts, config.scale,
+                                                 pathlib.Path(__file__).parent / "configs", workdir)
+    status = "differs" if any(r.status == "differs" for r in results) else "measured"
     headline = next((k for k in metrics if k.startswith("perplexity/ppl_l2qer")), next(iter(metrics)))
     return Result(metrics=metrics, headline=headline, figures=figures, status=status, notes=" ".join(notes))

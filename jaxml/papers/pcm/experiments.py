@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result
+from jaxml.core.experiment import Result, run_parts
 from jaxml.papers.pcm import abilities, baselines, data, mixture, sparse, spectral
 
 METHODS = ("spectral", "jmle", "mmle")
@@ -308,18 +308,7 @@ def mixture_recovery(config, workdir) -> Result:
 @registry.experiment("pcm/reproduce")
 def reproduce(config, workdir) -> Result:
     """Recovery, scaling, real data and the VerbalAggression table at one scale."""
-    from jaxml.core.config import load_config
-
-    workdir = pathlib.Path(workdir)
-    configs = pathlib.Path(__file__).parent / "configs"
-    metrics, figures, notes, headlines = {}, [], [], []
-    for part in config.parts:
-        arg = "" if config.scale == "full" else config.scale
-        sub = load_config(f"{configs / (part + '.py')}:{arg}" if arg else str(configs / f"{part}.py"))
-        result = registry.get_experiment(f"pcm/{part}")(sub, workdir / part)
-        metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
-        figures += result.figures
-        notes.append(f"{part}: {result.notes}")
-        headlines.append(f"{part}/{result.headline}")
-    headline = headlines[0]                                  # recovery: spectral RMSE at the largest n
+    metrics, figures, notes, results = run_parts("pcm", config.parts, config.scale,
+                                                 pathlib.Path(__file__).parent / "configs", workdir)
+    headline = f"{config.parts[0]}/{results[0].headline}"   # recovery: spectral RMSE at the largest n
     return Result(metrics=metrics, headline=headline, figures=figures, notes=" ".join(notes))
