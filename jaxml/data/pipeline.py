@@ -48,6 +48,15 @@ class ArraySource:
         return {k: v[indices] for k, v in self.arrays.items()}
 
 
+def first(source: Source, n: int) -> Source:
+    """The first `n` examples of `source` as an ArraySource (n <= 0 or n >= len: `source` itself).
+
+    A config choice for tiny and quick runs (`config.data.train_examples`)."""
+    if n <= 0 or n >= len(source):
+        return source
+    return ArraySource(source[np.arange(n)])
+
+
 class TFDSSource:
     """Wraps a TFDS random-access data source (`builder.as_data_source(split)`) as a Source.
 

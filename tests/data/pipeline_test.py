@@ -50,3 +50,12 @@ def test_array_source_checks_lengths():
         pipeline.ArraySource({"a": np.zeros(3), "b": np.zeros(4)})
     with pytest.raises(ValueError, match="at least one array"):
         pipeline.ArraySource({})
+
+
+def test_first_takes_a_prefix_or_returns_the_source_itself():
+    from jaxml.data.pipeline import ArraySource, first
+
+    source = ArraySource({"x": np.arange(10) * 2})
+    np.testing.assert_array_equal(first(source, 3)[np.arange(3)]["x"], [0, 2, 4])
+    assert len(first(source, 3)) == 3
+    assert first(source, 0) is source and first(source, 10) is source and first(source, -1) is source

@@ -8,30 +8,21 @@ from __future__ import annotations
 
 import pathlib
 
-import numpy as np
 
 from jaxml.core import registry
 from jaxml.core.classification import ClassificationTask
 from jaxml.core.experiment import Result
 from jaxml.core.train import train_and_evaluate
-from jaxml.data import fashion_mnist
-from jaxml.data.pipeline import ArraySource, Source
+from jaxml.data import fashion_mnist, pipeline
 from jaxml.models.cnn import CNN
-
-
-def _subset(source: Source, n: int) -> Source:
-    """The first `n` examples (n <= 0: all); a config choice for tiny runs, logged by the loop."""
-    if n <= 0 or n >= len(source):
-        return source
-    return ArraySource(source[np.arange(n)])
 
 
 @registry.task("examples/fashion_mnist_cnn")
 def make_task(config) -> ClassificationTask:
     model = CNN(num_classes=10, features=tuple(config.model.features), hidden=config.model.hidden,
                 dropout=config.model.dropout)
-    train = _subset(fashion_mnist.load("train"), config.data.train_examples)
-    test = _subset(fashion_mnist.load("test"), config.data.test_examples)
+    train = pipeline.first(fashion_mnist.load("train"), config.data.train_examples)
+    test = pipeline.first(fashion_mnist.load("test"), config.data.test_examples)
     return ClassificationTask(model=model, train_source=train, eval_sources={"test": test})
 
 

@@ -15,10 +15,10 @@ import pathlib
 
 from jaxml.core import registry
 from jaxml.core.classification import ClassificationTask
-from jaxml.core.examples.fashion_mnist import _subset, plot_training_curves
+from jaxml.core.examples.fashion_mnist import plot_training_curves
 from jaxml.core.experiment import Result
 from jaxml.core.train import train_and_evaluate
-from jaxml.data import fashion_mnist
+from jaxml.data import fashion_mnist, pipeline
 from jaxml.models.vit import ViT
 
 
@@ -31,8 +31,8 @@ def make_model(config) -> ViT:
 
 @registry.task("examples/fashion_mnist_vit")
 def make_task(config) -> ClassificationTask:
-    train = _subset(fashion_mnist.load("train"), config.data.train_examples)
-    test = _subset(fashion_mnist.load("test"), config.data.test_examples)
+    train = pipeline.first(fashion_mnist.load("train"), config.data.train_examples)
+    test = pipeline.first(fashion_mnist.load("test"), config.data.test_examples)
     return ClassificationTask(model=make_model(config), train_source=train, eval_sources={"test": test})
 
 

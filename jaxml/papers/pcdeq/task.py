@@ -7,13 +7,12 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from jaxml.core import registry
 from jaxml.core.classification import to_float_images
-from jaxml.data import fashion_mnist
-from jaxml.data.pipeline import ArraySource, Source
+from jaxml.data import fashion_mnist, pipeline
+from jaxml.data.pipeline import Source
 from jaxml.papers.pcdeq.layers import CONSTRAINED, project_nonnegative
 from jaxml.papers.pcdeq.models import DEQNet
 from jaxml.papers.pcdeq.solver import Solver
@@ -27,6 +26,11 @@ def _mean_leaves(tree) -> jax.Array:
 def _max_leaves(tree) -> jax.Array:
     leaves = [jnp.max(jnp.asarray(x, jnp.float32)) for x in jax.tree_util.tree_leaves(tree)]
     return jnp.max(jnp.stack(leaves)) if leaves else jnp.float32(0.0)
+
+
+def _sown(diag, name: str) -> list:
+    """The sown diagnostics whose path contains `name` ('iterations' or 'residual'), one per block."""
+    return [v for p, v in jax.tree_util.tree_leaves_with_path(diag) if name in jax.tree_util.keystr(p)]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,10 +68,8 @@ class PcDEQTask:
         diag = updates.get("diagnostics", {})
         metrics = {"accuracy": jnp.mean(jnp.argmax(logits, -1) == batch["label"])}
         if diag:
-            fwd = [v for p, v in jax.tree_util.tree_leaves_with_path(diag) if "iterations" in jax.tree_util.keystr(p)]
-            res = [v for p, v in jax.tree_util.tree_leaves_with_path(diag) if "residual" in jax.tree_util.keystr(p)]
-            metrics["forward_iterations"] = _mean_leaves(fwd)
-            metrics["forward_residual"] = _max_leaves(res)
+            metrics["forward_iterations"] = _mean_leaves(_sown(diag, "iterations"))
+            metrics["forward_residual"] = _max_leaves(_sown(diag, "residual"))
         new_state = {"batch_stats": updates["batch_stats"], "probe": model_state["probe"]}
         return loss, (metrics, new_state)
 
@@ -100,8 +102,7 @@ class PcDEQTask:
         out = {"accuracy": (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32),
                "loss": optax.softmax_cross_entropy_with_integer_labels(logits, batch["label"])}
         if diag:
-            fwd = [v for p, v in jax.tree_util.tree_leaves_with_path(diag) if "iterations" in jax.tree_util.keystr(p)]
-            out["forward_iterations"] = _mean_leaves(fwd) * ones
+            out["forward_iterations"] = _mean_leaves(_sown(diag, "iterations")) * ones
         return out
 
     def train_data(self) -> Source:
@@ -109,12 +110,6 @@ class PcDEQTask:
 
     def eval_data(self) -> dict[str, Source]:
         return self.eval_sources
-
-
-def _subset(source: Source, n: int) -> Source:
-    if n <= 0 or n >= len(source):
-        return source
-    return ArraySource(source[np.arange(n)])
 
 
 def model_from_config(config) -> DEQNet:
@@ -126,6 +121,6 @@ def model_from_config(config) -> DEQNet:
 
 @registry.task("pcdeq/train")
 def make_task(config) -> PcDEQTask:
-    train = _subset(fashion_mnist.load("train"), config.data.train_examples)
-    test = _subset(fashion_mnist.load("test"), config.data.test_examples)
+    train = pipeline.first(fashion_mnist.load("train"), config.data.train_examples)
+    test = pipeline.first(fashion_mnist.load("test"), config.data.test_examples)
     return PcDEQTask(model=model_from_config(config), train_source=train, eval_sources={"test": test})
