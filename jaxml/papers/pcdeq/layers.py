@@ -66,10 +66,14 @@ def torch_default_init(key, shape, dtype=jnp.float32):
     return jax.random.uniform(key, shape, dtype, -bound, bound)
 
 
+def unit_norms(v: jax.Array) -> jax.Array:
+    """||v|| per output unit (the last axis): the norm over inputs and kernel taps, [out]."""
+    return jnp.sqrt(jnp.sum(jnp.square(v), axis=tuple(range(v.ndim - 1))))
+
+
 def weight_norm(v: jax.Array, g: jax.Array) -> jax.Array:
     """W = g * v / ||v||, the norm over all axes but the last (output) one."""
-    norm = jnp.sqrt(jnp.sum(jnp.square(v), axis=tuple(range(v.ndim - 1))))
-    return v * (g / norm)
+    return v * (g / unit_norms(v))
 
 
 def _dense_map(w, z, x, act):
@@ -140,7 +144,7 @@ class DEQLayer(nn.Module):
         shape = (3, 3, n, n) if self.conv else (n, n)
         init = pcdeq_init if self.variant in CONSTRAINED else torch_default_init
         v = self.param("v", init, shape)
-        g = self.param("g", lambda key, s: jnp.sqrt(jnp.sum(jnp.square(v), axis=tuple(range(v.ndim - 1)))), (n,))
+        g = self.param("g", lambda key, s: unit_norms(v), (n,))   # W = v at init, as torch
         w = weight_norm(v, g)
         act = activation_fn(self.activation)
         inj = injection(self.variant, x)
