@@ -680,17 +680,17 @@ class Context:
             solver.pop()
 
     def consistent(self) -> Verdict:
-        """Whether the facts are satisfiable together with the instantiated theory: status 'proved'
-        means satisfiable (a model exists), 'not_proved' contradictory (with the core), 'timeout'."""
+        """Whether the facts are satisfiable together with the instantiated theory: status 'sat'
+        (a model exists), 'unsat' (contradictory; `core` names the facts) or 'timeout'."""
         t0 = time.perf_counter()
         solver = self._sync()
         answer = solver.check()
         dt = time.perf_counter() - t0
         if answer == z3.sat:
-            return Verdict("proved", dt, (), "satisfiable", self._n_instances)
+            return Verdict("sat", dt, (), "satisfiable", self._n_instances)
         if answer == z3.unsat:
             core = tuple(sorted({self._labels[str(x)] for x in solver.unsat_core()}))
-            return Verdict("not_proved", dt, core, "contradictory facts: " + ", ".join(core), self._n_instances)
+            return Verdict("unsat", dt, core, "contradictory facts: " + "; ".join(core), self._n_instances)
         return Verdict("timeout", dt, (), f"z3 returned unknown ({solver.reason_unknown()})", self._n_instances)
 
 

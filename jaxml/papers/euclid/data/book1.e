@@ -127,3 +127,213 @@ proof
   have angle(b, a, e) = angle(b, a, m) + angle(m, a, e)
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
+
+# ---- Statements without checked proofs (each one's hypotheses are checked satisfiable).
+# A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
+# PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
+
+theorem I.11 "To draw a straight line at right angles to a given straight line from a given point on it.":
+  forall (a c : Point) (L : Line), on_line(a, L) and on_line(c, L) and a != c =>
+  exists (f : Point), not on_line(f, L) and angle(a, c, f) = right
+
+theorem I.12 "To a given infinite straight line, from a given point which is not on it, to draw a perpendicular straight line.":
+  forall (c : Point) (L : Line), not on_line(c, L) =>
+  exists (g h : Point), on_line(g, L) and on_line(h, L) and g != h and angle(g, h, c) = right
+
+theorem I.13 "If a straight line set up on a straight line make angles, it will make either two right angles or angles equal to two right angles.":
+  forall (a b c d : Point) (L : Line), on_line(c, L) and on_line(d, L) and between(c, b, d) and not on_line(a, L) =>
+  angle(c, b, a) + angle(a, b, d) = 2 * right
+
+theorem I.14 "If with any straight line, and at a point on it, two straight lines not lying on the same side make the adjacent angles equal to two right angles, the two straight lines will be in a straight line with one another.":
+  forall (a b c d : Point) (L : Line),
+  on_line(a, L) and on_line(b, L) and a != b and opposite_sides(c, d, L) and angle(a, b, c) + angle(a, b, d) = 2 * right =>
+  between(c, b, d)
+
+theorem I.15 "If two straight lines cut one another, they make the vertical angles equal to one another.":
+  forall (a b c d e : Point) (L M : Line),
+  on_line(a, L) and on_line(b, L) and on_line(c, M) and on_line(d, M) and L != M and between(a, e, b) and between(c, e, d) =>
+  angle(a, e, c) = angle(d, e, b) and angle(c, e, b) = angle(a, e, d)
+
+theorem I.16 "In any triangle, if one of the sides be produced, the exterior angle is greater than either of the interior and opposite angles.":
+  forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
+  angle(a, b, c) < angle(a, c, d) and angle(b, a, c) < angle(a, c, d)
+
+theorem I.17 "In any triangle two angles taken together in any manner are less than two right angles.":
+  forall (a b c : Point), triangle(a, b, c) =>
+  angle(a, b, c) + angle(b, c, a) < 2 * right
+
+theorem I.18 "In any triangle the greater side subtends the greater angle.":
+  forall (a b c : Point), triangle(a, b, c) and |a b| < |a c| =>
+  angle(a, c, b) < angle(a, b, c)
+
+theorem I.19 "In any triangle the greater angle is subtended by the greater side.":
+  forall (a b c : Point), triangle(a, b, c) and angle(a, c, b) < angle(a, b, c) =>
+  |a b| < |a c|
+
+theorem I.20 "In any triangle two sides taken together in any manner are greater than the remaining one.":
+  forall (a b c : Point), triangle(a, b, c) =>
+  |b c| < |a b| + |a c|
+
+theorem I.21 "If on one of the sides of a triangle, from its extremities, there be constructed two straight lines meeting within the triangle, the straight lines so constructed will be less than the remaining two sides of the triangle, but will contain a greater angle.":
+  forall (a b c d : Point) (AB BC CA : Line),
+  triangle(a, b, c) and on_line(a, AB) and on_line(b, AB) and on_line(b, BC) and on_line(c, BC) and on_line(c, CA)
+  and on_line(a, CA) and same_side(d, a, BC) and same_side(d, b, CA) and same_side(d, c, AB) =>
+  |b d| + |d c| < |b a| + |a c| and angle(b, a, c) < angle(b, d, c)
+
+theorem I.22 "Out of three straight lines, which are equal to three given straight lines, to construct a triangle: thus it is necessary that two of the straight lines taken together in any manner should be greater than the remaining one.":
+  forall (a b c d e f : Point),
+  a != b and c != d and e != f and |e f| < |a b| + |c d| and |c d| < |a b| + |e f| and |a b| < |c d| + |e f| =>
+  exists (k l m : Point), |k l| = |a b| and |l m| = |c d| and |m k| = |e f|
+
+theorem I.23 "On a given straight line and at a point on it to construct a rectilineal angle equal to a given rectilineal angle.":
+  forall (a b c d e : Point), a != b and triangle(c, d, e) =>
+  exists (f : Point), angle(b, a, f) = angle(c, d, e)
+
+theorem I.24 "If two triangles have the two sides equal to two sides respectively, but have the one of the angles contained by the equal straight lines greater than the other, they will also have the base greater than the base.":
+  forall (a b c d e f : Point),
+  triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and angle(e, d, f) < angle(b, a, c) =>
+  |e f| < |b c|
+
+theorem I.25 "If two triangles have the two sides equal to two sides respectively, but have the base greater than the base, they will also have the one of the angles contained by the equal straight lines greater than the other.":
+  forall (a b c d e f : Point),
+  triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and |e f| < |b c| =>
+  angle(e, d, f) < angle(b, a, c)
+
+theorem I.26 "If two triangles have the two angles equal to two angles respectively, and one side equal to one side, namely, either the side adjoining the equal angles, or that subtending one of the equal angles, they will also have the remaining sides equal to the remaining sides and the remaining angle to the remaining angle.":
+  forall (a b c d e f : Point),
+  triangle(a, b, c) and triangle(d, e, f) and angle(a, b, c) = angle(d, e, f) and angle(b, c, a) = angle(e, f, d)
+  and (|b c| = |e f| or |a b| = |d e|) =>
+  |a b| = |d e| and |b c| = |e f| and |a c| = |d f| and angle(b, a, c) = angle(e, d, f)
+
+theorem I.27 "If a straight line falling on two straight lines make the alternate angles equal to one another, the straight lines will be parallel to one another.":
+  forall (a d e f : Point) (L M N : Line),
+  on_line(a, L) and on_line(e, L) and on_line(d, M) and on_line(f, M) and on_line(e, N) and on_line(f, N)
+  and e != f and a != e and d != f and opposite_sides(a, d, N) and angle(a, e, f) = angle(e, f, d) =>
+  parallel(L, M)
+
+theorem I.28 "If a straight line falling on two straight lines make the exterior angle equal to the interior and opposite angle on the same side, or the interior angles on the same side equal to two right angles, the straight lines will be parallel to one another.":
+  forall (b d e f g : Point) (L M N : Line),
+  on_line(b, L) and on_line(e, L) and on_line(d, M) and on_line(f, M) and on_line(e, N) and on_line(f, N)
+  and on_line(g, N) and between(g, e, f) and e != f and b != e and d != f and same_side(b, d, N)
+  and (angle(g, e, b) = angle(e, f, d) or angle(b, e, f) + angle(e, f, d) = 2 * right) =>
+  parallel(L, M)
+
+theorem I.29 "A straight line falling on parallel straight lines makes the alternate angles equal to one another, the exterior angle equal to the interior and opposite angle, and the interior angles on the same side equal to two right angles.":
+  forall (a b d e f g : Point) (L M N : Line),
+  on_line(a, L) and on_line(b, L) and on_line(e, L) and between(a, e, b) and on_line(d, M) and on_line(f, M)
+  and on_line(e, N) and on_line(f, N) and on_line(g, N) and between(g, e, f) and d != f
+  and opposite_sides(a, d, N) and parallel(L, M) =>
+  angle(a, e, f) = angle(e, f, d) and angle(g, e, b) = angle(e, f, d) and angle(b, e, f) + angle(e, f, d) = 2 * right
+
+theorem I.30 "Straight lines parallel to the same straight line are also parallel to one another.":
+  forall (L M N : Line), parallel(L, N) and parallel(M, N) and L != M =>
+  parallel(L, M)
+
+theorem I.31 "Through a given point to draw a straight line parallel to a given straight line.":
+  forall (a : Point) (L : Line), not on_line(a, L) =>
+  exists (M : Line), on_line(a, M) and parallel(M, L)
+
+theorem I.32 "In any triangle, if one of the sides be produced, the exterior angle is equal to the two interior and opposite angles, and the three interior angles of the triangle are equal to two right angles.":
+  forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
+  angle(a, c, d) = angle(c, a, b) + angle(a, b, c) and angle(a, b, c) + angle(b, c, a) + angle(c, a, b) = 2 * right
+
+theorem I.33 "The straight lines joining equal and parallel straight lines (at the extremities which are) in the same directions (respectively) are themselves also equal and parallel.":
+  forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and a != b and parallel(AB, CD) and |a b| = |c d| and same_side(b, d, AC) =>
+  parallel(AC, BD) and |a c| = |b d|
+
+theorem I.34 "In parallelogrammic areas the opposite sides and angles are equal to one another, and the diameter bisects the areas.":
+  forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) =>
+  |a b| = |c d| and |a c| = |b d| and angle(b, a, c) = angle(c, d, b) and angle(a, b, d) = angle(d, c, a)
+  and area(a, b, c) = area(d, c, b)
+
+theorem I.35 "Parallelograms which are on the same base and in the same parallels are equal to one another.":
+  forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
+  on_line(a, AF) and on_line(d, AF) and on_line(e, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
+  and parallel(AF, BC) and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(e, EB) and on_line(b, EB) and on_line(f, FC) and on_line(c, FC) and parallel(EB, FC) =>
+  area(a, b, c) + area(a, c, d) = area(e, b, c) + area(e, c, f)
+
+theorem I.36 "Parallelograms which are on equal bases and in the same parallels are equal to one another.":
+  forall (a b c d e f g h : Point) (AH BG AB DC EG HF : Line),
+  on_line(a, AH) and on_line(d, AH) and on_line(e, AH) and on_line(h, AH) and on_line(b, BG) and on_line(c, BG)
+  and on_line(f, BG) and on_line(g, BG) and parallel(AH, BG) and |b c| = |f g| and b != c
+  and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(e, EG) and on_line(f, EG) and on_line(h, HF) and on_line(g, HF) and parallel(EG, HF) =>
+  area(a, b, c) + area(a, c, d) = area(e, f, g) + area(e, g, h)
+
+theorem I.37 "Triangles which are on the same base and in the same parallels are equal to one another.":
+  forall (a b c d : Point) (AD BC : Line),
+  on_line(a, AD) and on_line(d, AD) and on_line(b, BC) and on_line(c, BC) and b != c and parallel(AD, BC) =>
+  area(a, b, c) = area(d, b, c)
+
+theorem I.38 "Triangles which are on equal bases and in the same parallels are equal to one another.":
+  forall (a b c d e f : Point) (AD BF : Line),
+  on_line(a, AD) and on_line(d, AD) and on_line(b, BF) and on_line(c, BF) and on_line(e, BF) and on_line(f, BF)
+  and b != c and |b c| = |e f| and parallel(AD, BF) =>
+  area(a, b, c) = area(d, e, f)
+
+theorem I.39 "Equal triangles which are on the same base and on the same side are also in the same parallels.":
+  forall (a b c d : Point) (BC AD : Line),
+  on_line(b, BC) and on_line(c, BC) and b != c and same_side(a, d, BC) and area(a, b, c) = area(d, b, c)
+  and a != d and on_line(a, AD) and on_line(d, AD) =>
+  parallel(AD, BC)
+
+theorem I.40 "Equal triangles which are on equal bases and on the same side are also in the same parallels.":
+  forall (a b c d e f : Point) (BF AD : Line),
+  on_line(b, BF) and on_line(c, BF) and on_line(e, BF) and on_line(f, BF) and b != c and |b c| = |e f|
+  and same_side(a, d, BF) and area(a, b, c) = area(d, e, f) and a != d and on_line(a, AD) and on_line(d, AD) =>
+  parallel(AD, BF)
+
+theorem I.41 "If a parallelogram have the same base with a triangle and be in the same parallels, the parallelogram is double of the triangle.":
+  forall (a b c d e : Point) (AE BC AB DC : Line),
+  on_line(a, AE) and on_line(d, AE) and on_line(e, AE) and on_line(b, BC) and on_line(c, BC) and parallel(AE, BC)
+  and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC) =>
+  area(a, b, c) + area(a, c, d) = 2 * area(e, b, c)
+
+theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal to a given triangle.":
+  forall (a b c d e g : Point), triangle(a, b, c) and triangle(e, d, g) =>
+  exists (p q r s : Point) (PQ RS PR QS : Line),
+  on_line(p, PQ) and on_line(q, PQ) and on_line(r, RS) and on_line(s, RS) and on_line(p, PR) and on_line(r, PR)
+  and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
+  and angle(q, p, r) = angle(e, d, g) and area(p, r, s) + area(p, s, q) = area(a, b, c)
+
+theorem I.43 "In any parallelogram the complements of the parallelograms about the diameter are equal to one another.":
+  forall (a b c d e f g h k : Point) (AB CD AC BD EF GH : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) and between(a, k, d)
+  and on_line(e, AB) and on_line(f, CD) and on_line(e, EF) and on_line(k, EF) and on_line(f, EF) and parallel(EF, AC)
+  and on_line(g, AC) and on_line(h, BD) and on_line(g, GH) and on_line(k, GH) and on_line(h, GH) and parallel(GH, AB) =>
+  area(e, b, h) + area(e, h, k) = area(g, k, f) + area(g, f, c)
+
+theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a parallelogram equal to a given triangle.":
+  forall (a b c d e f g h : Point), a != b and triangle(c, d, e) and triangle(f, g, h) =>
+  exists (p q : Point) (AB PQ AP BQ : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(p, PQ) and on_line(q, PQ) and on_line(a, AP) and on_line(p, AP)
+  and on_line(b, BQ) and on_line(q, BQ) and parallel(AB, PQ) and parallel(AP, BQ)
+  and angle(b, a, p) = angle(f, g, h) and area(a, p, q) + area(a, q, b) = area(c, d, e)
+
+theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal to a given rectilineal figure.":
+  forall (a b c d e f g : Point) (BD : Line),
+  triangle(a, b, d) and triangle(b, c, d) and on_line(b, BD) and on_line(d, BD) and opposite_sides(a, c, BD)
+  and triangle(e, f, g) =>
+  exists (p q r s : Point) (PQ RS PR QS : Line),
+  on_line(p, PQ) and on_line(q, PQ) and on_line(r, RS) and on_line(s, RS) and on_line(p, PR) and on_line(r, PR)
+  and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
+  and angle(q, p, r) = angle(e, f, g) and area(p, r, s) + area(p, s, q) = area(a, b, d) + area(b, c, d)
+
+theorem I.46 "On a given straight line to describe a square.":
+  forall (a b : Point), a != b =>
+  exists (c d : Point), |a b| = |b d| and |b d| = |d c| and |d c| = |c a| and angle(c, a, b) = right
+  and angle(a, b, d) = right and angle(b, d, c) = right and angle(d, c, a) = right
+
+theorem I.47 "In right-angled triangles the square on the side subtending the right angle is equal to the squares on the sides containing the right angle.":
+  forall (a b c : Point), triangle(a, b, c) and angle(b, a, c) = right =>
+  |b c| * |b c| = |a b| * |a b| + |a c| * |a c|
+
+theorem I.48 "If in a triangle the square on one of the sides be equal to the squares on the remaining two sides of the triangle, the angle contained by the remaining two sides of the triangle is right.":
+  forall (a b c : Point), triangle(a, b, c) and |b c| * |b c| = |a b| * |a b| + |a c| * |a c| =>
+  angle(b, a, c) = right

@@ -1,0 +1,53 @@
+"""Euclid's Elements Book I: the 48 statements (and proofs of I.1-I.10) in `data/book1.e`."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import pathlib
+import time
+
+from jaxml.papers.euclid import checker as checker_lib
+from jaxml.papers.euclid import syntax as S
+from jaxml.papers.euclid import system_e as E
+
+BOOK1_PATH = pathlib.Path(__file__).parent / "data" / "book1.e"
+
+
+@functools.lru_cache(maxsize=None)
+def book1() -> tuple[S.Item, ...]:
+    """The 48 items of Book I in file order (I.10 precedes I.9: see the file)."""
+    return tuple(S.parse_file(BOOK1_PATH.read_text()))
+
+
+def statements() -> dict[str, S.Statement]:
+    """{'I.1': Statement, ...} in proposition order."""
+    items = {item.statement.name: item.statement for item in book1()}
+    return {name: items[name] for name in sorted(items, key=lambda n: int(n.split(".")[1]))}
+
+
+@dataclasses.dataclass
+class BookReport:
+    """Satisfiability of every statement's hypotheses and the result of every proof."""
+    satisfiable: dict         # name -> Verdict (status 'sat' / 'unsat' / 'timeout')
+    proofs: dict              # name -> checker.ProofResult
+    seconds: float
+
+
+def check_book(*, names=None, timeout_s: float = 15.0, check_sat: bool = True, check_proofs: bool = True
+               ) -> BookReport:
+    """Checks the hypotheses of the statements `names` (default all) for satisfiability and every
+    proof among them; a proof may use any theorem earlier in the file."""
+    t0 = time.perf_counter()
+    wanted = set(names) if names is not None else None
+    sat, proofs = {}, {}
+    checker = checker_lib.Checker(timeout_s=timeout_s)
+    for item in book1():
+        st = item.statement
+        if wanted is None or st.name in wanted:
+            if check_sat:
+                sat[st.name] = E.hypotheses_satisfiable(st, timeout_s=timeout_s)
+            if check_proofs and item.proof is not None:
+                proofs[st.name] = checker.check(st, item.proof)
+        checker.library[st.name] = st
+    return BookReport(sat, proofs, time.perf_counter() - t0)

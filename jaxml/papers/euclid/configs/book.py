@@ -1,0 +1,24 @@
+"""Book I benchmark: 48 statements parsed, hypotheses checked satisfiable, proofs of I.1-I.10 checked
+(experiment `euclid/book`).
+
+Runbook:
+    python scripts/run.py --config=jaxml/papers/euclid/configs/book.py --workdir=/tmp/euclid_book
+CPU only (z3). Full and quick check all 48 statements and the 10 proofs (~25 s on one core); tiny
+checks I.1-I.3 (~2 s). Metric: proofs that check (10/10), statements with satisfiable hypotheses (48/48).
+"""
+
+import ml_collections
+
+from jaxml.core.config import parse_arg, scale_of
+
+
+def get_config(arg=None) -> ml_collections.ConfigDict:
+    arg = parse_arg(arg, tiny=False, quick=False, timeout_s=15.0)
+    c = ml_collections.ConfigDict()
+    c.experiment = "euclid/book"
+    c.scale = scale_of(arg)
+    c.timeout_s = arg.timeout_s
+    c.names = ()                     # () = all 48
+    if c.scale == "tiny":
+        c.names = ("I.1", "I.2", "I.3")
+    return c
