@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result
+from jaxml.core.experiment import Result, run_parts
 from jaxml.papers.aitext import corpus, estimator
 from jaxml.papers.aitext import text as textlib
 
@@ -222,3 +222,12 @@ def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return pathlib.Path(path)
+
+
+@registry.experiment("aitext/reproduce")
+def reproduce(config, workdir) -> Result:
+    """The validation at `config.scale` (the generation itself is `aitext/generate`, run separately)."""
+    metrics, figures, notes, results = run_parts("aitext", config.parts, config.scale,
+                                                 pathlib.Path(__file__).parent / "configs", workdir)
+    return Result(metrics=metrics, headline=f"validate/{results[0].headline}", figures=figures,
+                  status="measured", notes=" ".join(notes))

@@ -2,7 +2,7 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/aitext/configs/generate.py --workdir=/tmp/aitext_gen
-    (2 CPU cores: about 40-60 min for the 400 passages of the full config; interrupt and rerun with
+    (2 CPU cores: about 60-80 min for the 320 passages of the full config; interrupt and rerun with
     the same workdir to resume: finished passages are kept in <workdir>/generated.jsonl.)
 The shipped corpus `jaxml/papers/aitext/data/smollm2_rewrites.jsonl.gz` is this config's output.
 """
@@ -24,7 +24,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.seed = arg.seed
     c.split_seed = 0                # which Austen blocks are test (jaxml.papers.aitext.corpus)
     # Passages rewritten per split (sampled from that split's human passages).
-    c.n_passages = ml_collections.ConfigDict({"fit": 240, "test": 64, "shift_novel": 48, "shift_genre": 48})
+    c.n_passages = ml_collections.ConfigDict({"fit": 192, "test": 64, "shift_novel": 32, "shift_genre": 32})
     c.outline_prompt = OUTLINE_PROMPT
     c.expand_prompt = EXPAND_PROMPT
     c.outline_tokens = 96
