@@ -19,7 +19,8 @@ like E3's; with the axioms of E instantiated over the statement's objects). The 
                         number per sort, which E3 also reports as a mismatch)
   timeout               some query was unknown and no direction was proved (never counted as a proof)
 
-Unifications are tried in order of name similarity (the E3 heuristic), at most `max_unifications`.
+Unifications are tried best first (shared atoms, then name similarity as in E3), at most
+`max_unifications` (E3's top-N).
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ def _by_sort(binders) -> dict[str, list[str]]:
     return out
 
 
-def unifications(ground: S.Statement, test: S.Statement, max_unifications: int = 64):
-    """Sort-preserving bijections {test var: ground var} of universals and of existentials, most
-    name-similar first; None if the counts per sort differ."""
+def unifications(ground: S.Statement, test: S.Statement, max_unifications: int = 16):
+    """Sort-preserving bijections {test var: ground var} of universals and of existentials, best
+    first; None if the counts per sort differ. The order: how many atoms of the renamed test
+    statement occur in the ground statement (a cheap structural match), then name similarity
+    (E3's heuristic)."""
     groups = []
     for g_binders, t_binders in ((ground.universals, test.universals), (ground.existentials, test.existentials)):
         g, t = _by_sort(g_binders), _by_sort(t_binders)
@@ -74,23 +77,67 @@ def unifications(ground: S.Statement, test: S.Statement, max_unifications: int =
                 return None
             if t[sort]:
                 groups.append((t[sort], g[sort]))
-    per_group = []
-    for t_names, g_names in groups:
-        perms = itertools.islice(itertools.permutations(g_names), 5040)
-        scored = sorted(perms, key=lambda p: -sum(_similar(a, b) for a, b in zip(t_names, p)))
-        per_group.append([dict(zip(t_names, p)) for p in scored])
+    target = _atoms(ground.hypotheses + ground.conclusions)
+    test_parts = test.hypotheses + test.conclusions
     combos = []
+    per_group = [[dict(zip(t_names, p)) for p in itertools.islice(itertools.permutations(g_names), 5040)]
+                 for t_names, g_names in groups]
     for parts in itertools.islice(itertools.product(*per_group), 20000):
         m = {}
         for p in parts:
             m.update(p)
         combos.append(m)
-    combos.sort(key=lambda m: -sum(_similar(a, b) for a, b in m.items()))
+    def score(m):
+        renamed = _atoms(tuple(E.substitute(f, m) for f in test_parts))
+        return len(renamed & target) + 0.01 * sum(_similar(a, b) for a, b in m.items())
+    combos.sort(key=score, reverse=True)
     return combos[:max_unifications]
 
 
 def _similar(a: str, b: str) -> float:
     return 1.0 if a == b else difflib.SequenceMatcher(None, a, b).ratio() * 0.5
+
+
+def _atoms(formulas) -> set:
+    """Normalised atoms (segments and triangles unordered, angles up to reversal) of `formulas`."""
+    out = set()
+    stack = list(formulas)
+    while stack:
+        f = stack.pop()
+        if isinstance(f, (S.And, S.Or)):
+            stack += list(f.args)
+        elif isinstance(f, S.Not):
+            stack.append(f.arg)
+        elif isinstance(f, S.Cmp):
+            out.add((f.op, _norm(f.lhs), _norm(f.rhs)))
+            out.update(_norm_terms(f.lhs) | _norm_terms(f.rhs))
+        elif isinstance(f, S.ObjEq):
+            out.add(("=",) + tuple(sorted((f.a, f.b))))
+        elif isinstance(f, S.Pred):
+            out.add((f.name,) + f.args)
+    return out
+
+
+def _norm(t):
+    if isinstance(t, S.Length):
+        return ("len",) + tuple(sorted((t.a, t.b)))
+    if isinstance(t, S.AngleOf):
+        return ("ang", min(t.a, t.c), t.b, max(t.a, t.c))
+    if isinstance(t, S.AreaOf):
+        return ("area",) + tuple(sorted((t.a, t.b, t.c)))
+    if isinstance(t, S.Sum):
+        return ("sum",) + tuple(sorted((c, _norm(x)) for c, x in t.terms))
+    if isinstance(t, S.Product):
+        return ("prod",) + tuple(sorted(_norm(x) for x in t.factors))
+    return (type(t).__name__, getattr(t, "value", None))
+
+
+def _norm_terms(t) -> set:
+    if isinstance(t, S.Sum):
+        return set().union(*[_norm_terms(x) for _, x in t.terms])
+    if isinstance(t, S.Product):
+        return set().union(*[_norm_terms(x) for x in t.factors])
+    return {_norm(t)}
 
 
 def _conj(fs):
@@ -101,13 +148,13 @@ def _conj(fs):
 
 
 def implies(p: S.Statement, q: S.Statement, sigma: dict[str, str], *, timeout_s: float = 15.0,
-            budget: int = 2000) -> tuple[str, float]:
+            budget: int = 2000, rlimit: int = 0) -> tuple[str, float]:
     """Whether statement `p` implies `q` with q's variables renamed by `sigma` {q var: p var}:
     ('proved' | 'not_proved' | 'timeout', solver seconds)."""
     q_hyps = [E.substitute(h, sigma) for h in q.hypotheses]
     q_concl = [E.substitute(c, sigma) for c in q.conclusions]
     seconds = 0.0
-    kw = dict(timeout_s=timeout_s, budget=budget)
+    kw = dict(timeout_s=timeout_s, budget=budget, rlimit=rlimit)
     p_hyps = _conj(p.hypotheses)
     if p_hyps is not None:
         ctx = E.Context(dict(p.universals), [(f"test hypothesis {i}", h) for i, h in enumerate(q_hyps)], **kw)
@@ -124,8 +171,9 @@ def implies(p: S.Statement, q: S.Statement, sigma: dict[str, str], *, timeout_s:
 
 
 def check_equivalence(ground: S.Statement, test: S.Statement, *, timeout_s: float = 15.0,
-                      max_unifications: int = 64, budget: int = 2000) -> Equivalence:
-    """Classifies `test` against `ground` (see the module doc)."""
+                      max_unifications: int = 16, budget: int = 2000, rlimit: int = 0) -> Equivalence:
+    """Classifies `test` against `ground` (see the module doc). `timeout_s` bounds each z3 query
+    (E3: 15 s by default, 60 s in the paper); `rlimit` optionally bounds z3's resources per query."""
     if not isinstance(ground, S.Statement) or not isinstance(test, S.Statement):
         raise TypeError("check_equivalence takes two syntax.Statement (parse them with syntax.parse_statement)")
     if not max_unifications >= 1:
@@ -143,8 +191,8 @@ def check_equivalence(ground: S.Statement, test: S.Statement, *, timeout_s: floa
     rank = {"not_proved": 0, "timeout": 1, "proved": 2}
     for i, sigma in enumerate(sigmas, 1):
         inverse = {g: t for t, g in sigma.items()}
-        fwd, s1 = implies(ground, test, sigma, timeout_s=timeout_s, budget=budget)     # ground => test
-        bwd, s2 = implies(test, ground, inverse, timeout_s=timeout_s, budget=budget)   # test => ground
+        fwd, s1 = implies(ground, test, sigma, timeout_s=timeout_s, budget=budget, rlimit=rlimit)     # ground => test
+        bwd, s2 = implies(test, ground, inverse, timeout_s=timeout_s, budget=budget, rlimit=rlimit)   # test => ground
         solver_s += s1 + s2
         for key, status in (("forward", fwd), ("backward", bwd)):
             if rank[status] > rank[best[key]]:
@@ -157,7 +205,7 @@ def check_equivalence(ground: S.Statement, test: S.Statement, *, timeout_s: floa
     elif b == "proved":
         cat, reason, sigma = "test_implies_ground", "the test statement is stronger", chosen["backward"]
     elif "timeout" in (f, b):
-        cat, reason, sigma = "timeout", f"a query timed out after {timeout_s:g} s; no direction proved", sigmas[0]
+        cat, reason, sigma = "timeout", "z3 gave up (timeout or resource limit); no direction proved", sigmas[0]
     else:
         cat, reason, sigma = "neither", "no direction proved under any unification tried", sigmas[0]
     return Equivalence(cat, f, b, sigma or sigmas[0], len(sigmas), solver_s, reason)
