@@ -113,7 +113,7 @@ class ScriptedLLM:
         return out
 
     def logprobs(self, prompts, continuations):
-        raise NotImplementedError("ScriptedLLM only generates")
+        raise TypeError("ScriptedLLM only generates text; it has no log-probabilities")
 
 
 def make_llm(spec: str, *, model: str = "", batch_size: int = 8):
