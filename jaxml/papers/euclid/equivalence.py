@@ -101,14 +101,8 @@ def _similar(a: str, b: str) -> float:
 def _atoms(formulas) -> set:
     """Normalised atoms (segments and triangles unordered, angles up to reversal) of `formulas`."""
     out = set()
-    stack = list(formulas)
-    while stack:
-        f = stack.pop()
-        if isinstance(f, (S.And, S.Or)):
-            stack += list(f.args)
-        elif isinstance(f, S.Not):
-            stack.append(f.arg)
-        elif isinstance(f, S.Cmp):
+    for f in S.atoms_of(formulas):
+        if isinstance(f, S.Cmp):
             out.add((f.op, _norm(f.lhs), _norm(f.rhs)))
             out.update(_norm_terms(f.lhs) | _norm_terms(f.rhs))
         elif isinstance(f, S.ObjEq):

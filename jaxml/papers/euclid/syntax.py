@@ -664,6 +664,19 @@ def objects_of(f) -> Iterator[str]:
             yield from objects_of(a)
 
 
+def atoms_of(formulas) -> Iterator:
+    """The atomic formulas (Pred, ObjEq, Cmp) of `formulas`, through and / or / not."""
+    stack = list(formulas)
+    while stack:
+        f = stack.pop()
+        if isinstance(f, (And, Or)):
+            stack += list(f.args)
+        elif isinstance(f, Not):
+            stack.append(f.arg)
+        else:
+            yield f
+
+
 def check_sorts(f, sorts: dict[str, str], where: str = "") -> None:
     """Raises ValueError if `f` uses an undeclared name or a name of the wrong sort."""
     err = _sort_error(f, sorts)

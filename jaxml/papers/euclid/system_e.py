@@ -323,52 +323,12 @@ class _Vocab:
 VOCAB = _Vocab()
 
 
-def term_z3(t, env: dict) -> z3.ArithRef:
-    """A magnitude term as a z3 real, objects looked up in `env` {name: z3 const}."""
-    if isinstance(t, S.Length):
-        return VOCAB.length(env[t.a], env[t.b])
-    if isinstance(t, S.AngleOf):
-        return VOCAB.angle(env[t.a], env[t.b], env[t.c])
-    if isinstance(t, S.AreaOf):
-        return VOCAB.area(env[t.a], env[t.b], env[t.c])
-    if isinstance(t, S.Num):
-        return z3.RealVal(t.value)
-    if isinstance(t, S.Right):
-        return z3.RealVal(RIGHT_ANGLE)
-    if isinstance(t, S.Product):
-        return functools.reduce(lambda x, y: x * y, [term_z3(x, env) for x in t.factors])
-    if isinstance(t, S.Sum):
-        return z3.Sum([term_z3(x, env) if c == 1 else z3.RealVal(c) * term_z3(x, env) for c, x in t.terms])
-    raise TypeError(f"not a term: {t!r}")
-
-
-def formula_z3(f, env: dict) -> z3.BoolRef:
-    """A formula as a z3 Boolean (macros expanded)."""
-    if isinstance(f, S.Pred):
-        a = [env[x] for x in f.args]
-        p = VOCAB.pred
-        if f.name == "opposite_sides":
-            return z3.And(z3.Not(p["on_line"](a[0], a[2])), z3.Not(p["on_line"](a[1], a[2])),
-                          z3.Not(p["same_side"](a[0], a[1], a[2])))
-        if f.name == "outside_circle":
-            return z3.And(z3.Not(p["inside_circle"](a[0], a[1])), z3.Not(p["on_circle"](a[0], a[1])))
-        if f.name == "triangle":
-            return z3.And(a[0] != a[1], a[1] != a[2], a[0] != a[2], VOCAB.area(a[0], a[1], a[2]) > 0)
-        if f.name == "parallel":
-            return z3.And(a[0] != a[1], z3.Not(p["lines_meet"](a[0], a[1])))
-        return p[f.name](*a)
-    if isinstance(f, S.ObjEq):
-        return env[f.a] == env[f.b]
-    if isinstance(f, S.Cmp):
-        lhs, rhs = term_z3(f.lhs, env), term_z3(f.rhs, env)
-        return {"=": lambda: lhs == rhs, "<": lambda: lhs < rhs, "<=": lambda: lhs <= rhs}[f.op]()
-    if isinstance(f, S.Not):
-        return z3.Not(formula_z3(f.arg, env))
-    if isinstance(f, S.And):
-        return z3.And([formula_z3(x, env) for x in f.args])
-    if isinstance(f, S.Or):
-        return z3.Or([formula_z3(x, env) for x in f.args])
-    raise TypeError(f"not a formula: {f!r}")
+def to_z3(f, objects: dict[str, str]) -> z3.BoolRef:
+    """A formula over `objects` {name: sort} as a z3 Boolean (through its SMT-LIB text)."""
+    symbols = {n: _symbol(n, s) for n, s in objects.items()}
+    decls = dict(VOCAB.decls)
+    decls.update({f"{s[0]}!{n}": VOCAB.const(n, s) for n, s in objects.items()})
+    return z3.parse_smt2_string(f"(assert {formula_smt(f, symbols)})", sorts=VOCAB.sort, decls=decls)[0]
 
 
 def substitute(f, mapping: dict[str, str]):
@@ -485,14 +445,8 @@ def _known_incidences(facts: Iterable) -> dict[str, set]:
     closed under 'two points of a between-triple on L put the third on L'."""
     known: dict[str, set] = {}
     betweens = []
-    stack = list(facts)
-    while stack:
-        f = stack.pop()
-        if isinstance(f, (S.And, S.Or)):
-            stack += list(f.args)
-        elif isinstance(f, S.Not):
-            stack.append(f.arg)
-        elif isinstance(f, S.Pred) and f.name in ("on_line", "same_side", "opposite_sides"):
+    for f in S.atoms_of(facts):
+        if isinstance(f, S.Pred) and f.name in ("on_line", "same_side", "opposite_sides"):
             for p in f.args[:-1]:
                 known.setdefault(f.args[-1], set()).add(p)
         elif isinstance(f, S.Pred) and f.name == "between":
@@ -620,9 +574,6 @@ class Context:
         S.check_sorts(f, self.objects, where=f"fact {label!r}: ")
         self.facts.append((label, f))
 
-    def consts(self) -> dict:
-        return {n: VOCAB.const(n, s) for n, s in self.objects.items()}
-
     def instance_keys(self, extra: Sequence = ()) -> list:
         """Keys (axiom name, (object, sort)...) of the ground instances of every axiom over the objects,
         given the incidences mentioned in the facts and in `extra` formulas (the goal)."""
@@ -648,11 +599,10 @@ class Context:
             self._solver.add(ground_many(new, self.objects))
             self._added.update(new)
         self._n_instances = len(self._added)
-        consts = self.consts()
         for label, f in self.facts[self._n_added:]:
             lit = z3.Bool(f"fact!{len(self._labels)}")
             self._labels[str(lit)] = label
-            self._solver.assert_and_track(formula_z3(f, consts), lit)
+            self._solver.assert_and_track(to_z3(f, self.objects), lit)
         self._n_added = len(self.facts)
         self._solver.set("timeout", max(1, int(self.timeout_s * 1000)))
         if self.rlimit:
@@ -666,13 +616,13 @@ class Context:
         solver = self._sync([goal])
         solver.push()
         try:
-            solver.add(z3.Not(formula_z3(goal, self.consts())))
+            solver.add(z3.Not(to_z3(goal, self.objects)))
             answer = solver.check()
             if answer == z3.unsat:
                 core = tuple(sorted({self._labels[str(x)] for x in solver.unsat_core()}))
                 return Verdict("proved", time.perf_counter() - t0, core, "", self._n_instances)
             if answer == z3.sat:
-                detail = _counter_model(solver.model(), goal, self.consts())
+                detail = _counter_model(solver.model(), goal, self.objects)
                 return Verdict("not_proved", time.perf_counter() - t0, (), detail, self._n_instances)
             return Verdict("timeout", time.perf_counter() - t0, (),
                            f"z3 returned unknown ({solver.reason_unknown()})", self._n_instances)
@@ -694,11 +644,11 @@ class Context:
         return Verdict("timeout", dt, (), f"z3 returned unknown ({solver.reason_unknown()})", self._n_instances)
 
 
-def _counter_model(model, goal, consts) -> str:
+def _counter_model(model, goal, objects) -> str:
     """The conjuncts of `goal` that the counter-model makes false, as text."""
     parts = goal.args if isinstance(goal, S.And) else (goal,)
     false = [S.format_formula(p) for p in parts
-             if z3.is_false(model.eval(formula_z3(p, consts), model_completion=True))]
+             if z3.is_false(model.eval(to_z3(p, objects), model_completion=True))]
     return "z3 found a model of the context in which " + (
         " and ".join(f"`{x}`" for x in false) if false else f"`{S.format_formula(goal)}`") + " is false"
 
