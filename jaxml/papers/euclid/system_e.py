@@ -422,8 +422,14 @@ def _symbol(name: str, sort: str) -> str:
 _INSTANCE_CACHE: dict = {}
 
 
-def ground_many(keys: list, objects: dict[str, str]) -> list:
-    """z3 assertions for instance keys (axiom name, objects...), parsed in one batch and cached."""
+_CACHE_LIMIT = 1_000_000
+
+
+def ground_many(keys: list) -> list:
+    """z3 assertions for instance keys (axiom name, (object, sort)...), parsed in one batch and cached
+    (the cache is emptied when it passes a million instances)."""
+    if len(_INSTANCE_CACHE) > _CACHE_LIMIT:
+        _INSTANCE_CACHE.clear()
     missing = [k for k in keys if k not in _INSTANCE_CACHE]
     if missing:
         by_name = {ax.name: ax for ax in axioms()}
@@ -596,7 +602,7 @@ class Context:
             self._added, self._n_added, self._labels = set(), 0, {}
         new = [k for k in self.instance_keys(extra) if k not in self._added]
         if new:
-            self._solver.add(ground_many(new, self.objects))
+            self._solver.add(ground_many(new))
             self._added.update(new)
         self._n_instances = len(self._added)
         for label, f in self.facts[self._n_added:]:

@@ -12,8 +12,8 @@ I1 = ("theorem I.1: forall (a b : Point), a != b =>\n"
       "qed\n")
 
 
-@pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 11)])
-def test_proofs_of_I1_to_I10_check(name):
+@pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 13)])
+def test_proofs_of_I1_to_I12_check(name):
     report = book.check_book(names=[name], check_sat=False)
     result = report.proofs[name]
     assert result.ok, result.failure

@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.10 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.12 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -128,17 +128,32 @@ proof
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
 
-# ---- Statements without checked proofs (each one's hypotheses are checked satisfiable).
+# ---- I.11 and I.12 have proofs; the statements after them have none (each one's hypotheses are checked
+# satisfiable).
 # A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
 # PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
 
 theorem I.11 "To draw a straight line at right angles to a given straight line from a given point on it.":
   forall (a c : Point) (L : Line), on_line(a, L) and on_line(c, L) and a != c =>
   exists (f : Point), not on_line(f, L) and angle(a, c, f) = right
+proof
+  obtain γ by circle(c, a)
+  obtain e by intersection_circle_line_extend(a, c, γ, L)
+  obtain f by I.1(a, e)
+  have not on_line(f, L)
+  apply sss(c, a, f, c, e, f)
+qed
 
 theorem I.12 "To a given infinite straight line, from a given point which is not on it, to draw a perpendicular straight line.":
   forall (c : Point) (L : Line), not on_line(c, L) =>
   exists (g h : Point), on_line(g, L) and on_line(h, L) and g != h and angle(g, h, c) = right
+proof
+  obtain d by point_opposite_side(c, L)
+  obtain γ by circle(c, d)
+  obtain g e by intersection_circle_line(γ, L)
+  obtain h by I.10(g, e)
+  apply sss(h, g, c, h, e, c)
+qed
 
 theorem I.13 "If a straight line set up on a straight line make angles, it will make either two right angles or angles equal to two right angles.":
   forall (a b c d : Point) (L : Line), on_line(c, L) and on_line(d, L) and between(c, b, d) and not on_line(a, L) =>

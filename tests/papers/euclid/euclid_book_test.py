@@ -1,0 +1,38 @@
+import pytest
+
+from jaxml.papers.euclid import book
+from jaxml.papers.euclid import syntax as S
+from jaxml.papers.euclid import system_e as E
+
+# Statements with at most 4 points and 1 line: seconds in all; the slow test checks all 48.
+SMALL = ["I.1", "I.2", "I.3", "I.5", "I.6", "I.9", "I.10", "I.11", "I.12", "I.16", "I.17", "I.18", "I.19",
+         "I.20", "I.30", "I.31", "I.32", "I.46", "I.47", "I.48"]
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_hypotheses_are_satisfiable(name):
+    assert E.hypotheses_satisfiable(book.statements()[name]).status == "sat"
+
+
+@pytest.mark.slow
+def test_all_48_hypotheses_are_satisfiable():
+    report = book.check_book(check_proofs=False)
+    assert len(report.satisfiable) == 48
+    assert {n: v.status for n, v in report.satisfiable.items() if v.status != "sat"} == {}
+
+
+def test_contradictory_hypotheses_are_found():
+    st = S.parse_statement("forall (a b c : Point), between(a, b, c) and between(b, a, c) => a = a")
+    v = E.hypotheses_satisfiable(st)
+    assert v.status == "unsat" and len(v.core) == 2
+    st = S.parse_statement("forall (a b c : Point), triangle(a, b, c) and |a b| + |b c| < |a c| and "
+                           "between(a, b, c) => a = a")
+    assert E.hypotheses_satisfiable(st).status == "unsat"
+
+
+def test_every_statement_has_its_heath_text_and_binds_what_it_uses():
+    for name, st in book.statements().items():
+        assert len(st.text) > 20, name
+        bound = dict(st.universals + st.existentials)
+        for f in st.hypotheses + st.conclusions:
+            S.check_sorts(f, bound, where=name)
