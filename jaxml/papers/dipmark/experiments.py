@@ -76,11 +76,15 @@ def load_prompts(config, tokenizer) -> data.Prompts:
 
 def watermarks(config, key: bytes, vocab_size: int) -> dict[str, reweight.Watermark | None]:
     """label -> processor (None for no watermark): DiPmark over `alphas`, KGW over `deltas`."""
+    dip = {f"dipmark_a{a:g}": reweight.dipmark(key, vocab_size, alpha=a) for a in config.alphas}
+    soft = {f"kgw_d{d:g}": reweight.kgw(key, vocab_size, delta=d, gamma=0.5) for d in config.deltas}
+    # interleaved from the largest alpha and delta down, so a partial run has both methods
+    dip_labels, soft_labels = sorted(dip, reverse=True), sorted(soft, reverse=True)
     out = {NONE: None}
-    for a in config.alphas:
-        out[f"dipmark_a{a:g}"] = reweight.dipmark(key, vocab_size, alpha=a)
-    for d in config.deltas:
-        out[f"kgw_d{d:g}"] = reweight.kgw(key, vocab_size, delta=d, gamma=0.5)
+    for i in range(max(len(dip), len(soft))):
+        for labels, table in ((dip_labels, dip), (soft_labels, soft)):
+            if i < len(labels):
+                out[labels[i]] = table[labels[i]]
     return out
 
 
@@ -340,6 +344,7 @@ def cost(config, workdir) -> Result:
     vocab = model.config.vocab_size
     prompts = load_prompts(config, tok).tokens[:config.batch_size]
     wms = {NONE: None, "dipmark": reweight.dipmark(key, vocab, alpha=0.45), "kgw": reweight.kgw(key, vocab, delta=2.0)}
+    wms = {k: v for k, v in wms.items() if k == NONE or k in config.processors}
     options = SamplingOptions(temperature=1.0)
 
     def run(wm):   # no stop tokens: every configuration decodes exactly max_new_tokens steps
@@ -355,7 +360,7 @@ def cost(config, workdir) -> Result:
         for k, wm in wms.items():
             rates[k].append(run(wm)[0])
     metrics = {f"tokens_per_s/{k}": float(np.median(v)) for k, v in rates.items()}
-    for k in ("dipmark", "kgw"):
+    for k in config.processors:
         metrics[f"throughput_ratio/{k}"] = metrics[f"tokens_per_s/{k}"] / metrics[f"tokens_per_s/{NONE}"]
     texts = run(wms["dipmark"])[1].sequences()
     detector = detect.Detector(key, vocab)

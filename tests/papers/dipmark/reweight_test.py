@@ -65,10 +65,11 @@ def test_key_family_average_over_a_key_and_its_twin_is_exact():
     seeds = jnp.asarray(rng.integers(0, 2 ** 30, 8) * 2, jnp.uint32)
     for alpha in (0.35, 0.5):
         wm = reweight.dipmark(b"key", vocab, alpha=alpha)
-        twin = (jax.nn.softmax(wm.apply(logits, seeds), -1) + jax.nn.softmax(wm.apply(logits, seeds + 1), -1)) / 2
+        marked = jax.jit(lambda s: jax.nn.softmax(wm.apply(logits, s), -1))
+        twin = (marked(seeds) + marked(seeds + 1)) / 2
         np.testing.assert_allclose(twin, jax.nn.softmax(logits, -1), atol=1e-6)
         # and a single key does move mass (the watermark is not a no-op)
-        assert float(jnp.abs(jax.nn.softmax(wm.apply(logits, seeds), -1) - jax.nn.softmax(logits, -1)).sum(-1).min()) > 0.3
+        assert float(jnp.abs(marked(seeds) - jax.nn.softmax(logits, -1)).sum(-1).min()) > 0.3
 
 
 def test_processor_equals_the_reweight_in_the_permutation_of_the_context_seed():
@@ -80,11 +81,11 @@ def test_processor_equals_the_reweight_in_the_permutation_of_the_context_seed():
     seeds = keys.context_seeds(context[:, -5:], keys.as_key_bytes(7))
     order = keys.permutation_tokens(jnp.arange(vocab)[None], seeds[:, None], vocab)
     expect = reweight.dipmark_reweight(jax.nn.softmax(logits, -1), order, 0.4)
-    got = jax.nn.softmax(wm(logits, context, jnp.int32(0), None), -1)
+    got = jax.nn.softmax(jax.jit(wm)(logits, context, jnp.int32(0), None), -1)
     np.testing.assert_allclose(got, expect, atol=1e-6)
     # temperature T: sampling softmax(out / T) draws from the reweight of softmax(logits / T)
     hot = reweight.dipmark(7, vocab, alpha=0.4, temperature=0.7)
-    got_t = jax.nn.softmax(hot(logits, context, jnp.int32(0), None) / 0.7, -1)
+    got_t = jax.nn.softmax(jax.jit(hot)(logits, context, jnp.int32(0), None) / 0.7, -1)
     np.testing.assert_allclose(got_t, reweight.dipmark_reweight(jax.nn.softmax(logits / 0.7, -1), order, 0.4), atol=1e-6)
 
 
@@ -92,7 +93,7 @@ def test_kgw_adds_delta_to_the_back_of_the_same_permutation():
     vocab = 96
     logits = jnp.zeros((2, vocab))
     context = jnp.asarray(np.arange(24).reshape(2, 12), jnp.int32)
-    out = np.asarray(reweight.kgw(7, vocab, delta=1.5, gamma=0.25)(logits, context, jnp.int32(0), None))
+    out = np.asarray(jax.jit(reweight.kgw(7, vocab, delta=1.5, gamma=0.25))(logits, context, jnp.int32(0), None))
     seeds = keys.context_seeds(context[:, -5:], keys.as_key_bytes(7))
     pos = np.asarray(keys.permutation_positions(jnp.arange(vocab)[None], seeds[:, None], vocab))
     np.testing.assert_array_equal(out, 1.5 * (pos >= 0.25 * vocab))
@@ -115,10 +116,10 @@ def test_processor_leaves_repeated_steps_unwatermarked():
     repeat = [1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5]
     fresh = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     wm = reweight.dipmark(3, vocab, alpha=0.5)
-    out = np.asarray(wm(logits, jnp.asarray([repeat, fresh], jnp.int32), jnp.int32(6), None))
+    out = np.asarray(jax.jit(wm)(logits, jnp.asarray([repeat, fresh], jnp.int32), jnp.int32(6), None))
     np.testing.assert_array_equal(out[0], np.asarray(logits[0]))
     assert np.isneginf(out[1]).sum() > 0           # alpha = 0.5 drops the front half of the mass
-    out_all = np.asarray(reweight.dipmark(3, vocab, alpha=0.5, skip_repeated=False)(
+    out_all = np.asarray(jax.jit(reweight.dipmark(3, vocab, alpha=0.5, skip_repeated=False))(
         logits, jnp.asarray([repeat, fresh], jnp.int32), jnp.int32(6), None))
     assert np.isneginf(out_all[0]).sum() > 0
 

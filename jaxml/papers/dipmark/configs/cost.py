@@ -27,9 +27,11 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.batch_size = 16
     c.max_new_tokens = 128
     c.repeats = 5
+    c.processors = ("dipmark", "kgw")
     scale = scale_of(arg)
     if scale == "quick":
         c.max_new_tokens, c.repeats = 64, 3
     if scale == "tiny":
         c.model, c.vocab_size, c.n_continuation, c.batch_size, c.max_new_tokens, c.repeats = "tiny", 96, 8, 8, 8, 1
+        c.processors = ("dipmark",)
     return c

@@ -2,7 +2,7 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/dipmark/configs/watermark.py --workdir=/tmp/dipmark_watermark
-    (2 shared CPU cores; full: 96 held-out prompts (48 text continuation, 48 summarisation) x 200
+    (2 shared CPU cores; full: 64 held-out prompts (32 text continuation, 32 summarisation) x 200
     new tokens x 9 configurations with SmolLM2-135M-Instruct; generation is cached in the workdir.
     See the README for the time and the numbers.)
 Metrics: perplexity under the unwatermarked model with bootstrap CIs; TPR at 1% FPR (threshold from
@@ -23,12 +23,12 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.model = "smollm2"
     c.vocab_size = 0                       # only for model='tiny'
     c.corpora = ("austen", "shakespeare", "kjv")
-    c.n_continuation = 48
-    c.n_summarisation = 48
+    c.n_continuation = 32
+    c.n_summarisation = 32
     c.prompt_tokens = 64
     c.max_new_tokens = 200
     c.temperature = 1.0
-    c.batch_size = 24
+    c.batch_size = 32
     c.seed = arg.seed
     c.key_seed = 42
     c.alphas = (0.3, 0.35, 0.4, 0.45, 0.5)
@@ -47,6 +47,6 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     if scale == "tiny":
         c.model, c.vocab_size = "tiny", 96
         c.n_continuation, c.n_summarisation, c.max_new_tokens, c.batch_size = 8, 0, 16, 8
-        c.alphas, c.deltas = (0.45,), (2.0,)
+        c.alphas, c.deltas = (0.45,), ()
         c.lengths, c.attack_length, c.epsilons, c.n_human = (8, 16), 16, (0.1,), 0
     return c
