@@ -68,10 +68,12 @@ axiom same_side_pigeon_hole [diagrammatic]: forall (a b c : Point) (L : Line),
   not on_line(a, L) and not on_line(b, L) and not on_line(c, L) =>
   same_side(a, b, L) or same_side(a, c, L) or same_side(b, c, L)
 # ---- Diagrammatic: Pasch
-axiom pasch_1 [diagrammatic]: forall (a b c : Point) (L : Line), between(a, b, c) and same_side(a, c, L) => same_side(a, b, L)
+axiom pasch_1 [diagrammatic]: forall (a b c : Point) (L : Line),
+  between(a, b, c) and same_side(a, c, L) => same_side(a, b, L)
 axiom pasch_2 [diagrammatic]: forall (a b c : Point) (L : Line),
   between(a, b, c) and on_line(a, L) and not on_line(b, L) => same_side(b, c, L)
-axiom pasch_3 [diagrammatic]: forall (a b c : Point) (L : Line), between(a, b, c) and on_line(b, L) => not same_side(a, c, L)
+axiom pasch_3 [diagrammatic]: forall (a b c : Point) (L : Line),
+  between(a, b, c) and on_line(b, L) => not same_side(a, c, L)
 axiom pasch_4 [diagrammatic]: forall (a b c : Point) (L M : Line),
   L != M and on_line(b, L) and on_line(b, M) and a != c and on_line(a, M) and on_line(c, M) and a != b and c != b
   and not same_side(a, c, L) => between(a, b, c)
@@ -122,7 +124,8 @@ axiom zero_segment_onlyif [metric]: forall (a b : Point), a = b => |a b| = 0
 axiom segment_nonneg [metric]: forall (a b : Point), 0 <= |a b|
 axiom segment_symm [metric]: forall (a b : Point), |a b| = |b a|
 axiom angle_symm [metric]: forall (a b c : Point), a != b and b != c => angle(a, b, c) = angle(c, b, a)
-axiom angle_range [metric]: forall (a b c : Point), a != b and b != c => 0 <= angle(a, b, c) and angle(a, b, c) <= 2 * right
+axiom angle_range [metric]: forall (a b c : Point),
+  a != b and b != c => 0 <= angle(a, b, c) and angle(a, b, c) <= 2 * right
 axiom degenerate_area [metric]: forall (a b : Point), area(a, a, b) = 0
 axiom area_nonneg [metric]: forall (a b c : Point), 0 <= area(a, b, c)
 axiom area_symm_1 [metric]: forall (a b c : Point), area(a, b, c) = area(c, a, b)
@@ -158,7 +161,8 @@ axiom perpendicular_if [transfer]: forall (a b c d : Point) (L : Line),
 axiom perpendicular_onlyif [transfer]: forall (a b c d : Point) (L : Line),
   on_line(a, L) and on_line(b, L) and between(a, c, b) and not on_line(d, L) and angle(a, c, d) = right
   => angle(a, c, d) = angle(d, c, b)
-axiom flat_angle_if [transfer]: forall (a b c : Point), a != b and b != c and angle(a, b, c) = 2 * right => between(a, b, c)
+axiom flat_angle_if [transfer]: forall (a b c : Point),
+  a != b and b != c and angle(a, b, c) = 2 * right => between(a, b, c)
 axiom flat_angle_onlyif [transfer]: forall (a b c : Point), between(a, b, c) => angle(a, b, c) = 2 * right
 axiom equal_angles [transfer]: forall (a b b' c c' : Point) (L M : Line),
   on_line(a, L) and on_line(b, L) and on_line(b', L) and on_line(a, M) and on_line(c, M) and on_line(c', M)
@@ -195,7 +199,8 @@ rule point_opposite_side [construction]: forall (a : Point) (L : Line), not on_l
 rule point_inside_circle [construction]: forall (α : Circle), exists (a : Point), inside_circle(a, α)
 rule point_on_circle [construction]: forall (α : Circle), exists (a : Point), on_circle(a, α)
 # ---- Constructions: intersections
-rule intersection_lines [construction]: forall (L M : Line), lines_meet(L, M) => exists (a : Point), on_line(a, L) and on_line(a, M)
+rule intersection_lines [construction]: forall (L M : Line), lines_meet(L, M) =>
+  exists (a : Point), on_line(a, L) and on_line(a, M)
 rule intersection_circle_line [construction]: forall (α : Circle) (L : Line), line_meets_circle(L, α) =>
   exists (a b : Point), on_circle(a, α) and on_line(a, L) and on_circle(b, α) and on_line(b, L) and a != b
 rule intersection_circle_line_between [construction]: forall (b c : Point) (α : Circle) (L : Line),
@@ -229,7 +234,8 @@ rule area_congruence [metric]: forall (a b c d e f : Point),
 rule sas [superposition]: forall (a b c d e f : Point),
   a != b and b != c and c != a and d != e and e != f and f != d
   and |a b| = |d e| and |a c| = |d f| and angle(b, a, c) = angle(e, d, f) =>
-  |b c| = |e f| and angle(a, b, c) = angle(d, e, f) and angle(a, c, b) = angle(d, f, e) and area(a, b, c) = area(d, e, f)
+  |b c| = |e f| and angle(a, b, c) = angle(d, e, f) and angle(a, c, b) = angle(d, f, e)
+  and area(a, b, c) = area(d, e, f)
 rule sss [superposition]: forall (a b c d e f : Point),
   a != b and b != c and c != a and d != e and e != f and f != d
   and |a b| = |d e| and |b c| = |e f| and |c a| = |f d| =>

@@ -43,7 +43,8 @@ def test_all_50_variants():
 
 def test_bound_variable_mismatch_is_neither_with_reason():
     g = S.parse_statement(I5)
-    t = S.parse_statement("forall (a b c d : Point), triangle(a, b, c) and |a b| = |a c| => angle(a, b, c) = angle(a, c, b)")
+    t = S.parse_statement("forall (a b c d : Point), triangle(a, b, c) and |a b| = |a c| => "
+                          "angle(a, b, c) = angle(a, c, b)")
     r = equivalence.check_equivalence(g, t)
     assert r.category == "neither" and "bound variables differ" in r.reason and r.n_unifications == 0
 
