@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
+import re
 import time
 
 from jaxml.papers.euclid import checker as checker_lib
@@ -12,17 +13,19 @@ from jaxml.papers.euclid import syntax as S
 from jaxml.papers.euclid import system_e as E
 
 BOOK1_PATH = pathlib.Path(__file__).parent / "data" / "book1.e"
+_PROPOSITION = re.compile(r"I\.\d+")
 
 
 @functools.lru_cache(maxsize=None)
 def book1() -> tuple[S.Item, ...]:
-    """The 48 items of Book I in file order (I.10 precedes I.9: see the file)."""
+    """The items of Book I in file order: the 48 propositions and the lemmas some proofs use
+    (I.10 precedes I.9: see the file)."""
     return tuple(S.parse_file(BOOK1_PATH.read_text()))
 
 
 def statements() -> dict[str, S.Statement]:
-    """{'I.1': Statement, ...} in proposition order."""
-    items = {item.statement.name: item.statement for item in book1()}
+    """{'I.1': Statement, ...}: the 48 propositions in order (lemmas left out)."""
+    items = {item.statement.name: item.statement for item in book1() if _PROPOSITION.fullmatch(item.statement.name)}
     return {name: items[name] for name in sorted(items, key=lambda n: int(n.split(".")[1]))}
 
 

@@ -12,8 +12,9 @@ I1 = ("theorem I.1: forall (a b : Point), a != b =>\n"
       "qed\n")
 
 
-@pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 13)])
-def test_proofs_of_I1_to_I12_check(name):
+@pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 13)] + [
+    pytest.param(n, marks=pytest.mark.slow) for n in ("lemma_I13", "I.13", "I.15")])   # 5-30 s each
+def test_proofs_check(name):
     report = book.check_book(names=[name], check_sat=False)
     result = report.proofs[name]
     assert result.ok, result.failure

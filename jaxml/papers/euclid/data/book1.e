@@ -128,8 +128,8 @@ proof
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
 
-# ---- I.11 and I.12 have proofs; the statements after them have none (each one's hypotheses are checked
-# satisfiable).
+# ---- I.11, I.12, I.13 (with a lemma) and I.15 have proofs; the other statements after them have none
+# (each one's hypotheses is checked satisfiable).
 # A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
 # PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
 
@@ -155,9 +155,46 @@ proof
   apply sss(h, g, c, h, e, c)
 qed
 
+# A lemma for I.13 (Euclid's proof, with the perpendicular of I.11 on the side of a).
+theorem lemma_I13 "I.13 when a perpendicular bf stands on the side of a.": forall (a b c d f : Point) (L : Line),
+  on_line(c, L) and on_line(d, L) and between(c, b, d) and not on_line(a, L) and same_side(a, f, L)
+  and angle(c, b, f) = right =>
+  angle(c, b, a) + angle(a, b, d) = 2 * right
+proof
+  obtain N by line(b, f)
+  obtain M by line(b, a)
+  have angle(f, b, d) = right
+  have not on_line(c, N) and not on_line(d, N)
+  cases
+  case on_line(a, N):
+    have angle(c, b, a) = angle(c, b, f) and angle(a, b, d) = angle(f, b, d)
+  case same_side(a, c, N):
+    have angle(c, b, f) = angle(c, b, a) + angle(a, b, f)
+    have same_side(d, f, M)
+    have angle(a, b, d) = angle(a, b, f) + angle(f, b, d)
+  case same_side(a, d, N):
+    have angle(d, b, f) = angle(d, b, a) + angle(a, b, f)
+    have same_side(c, f, M)
+    have angle(a, b, c) = angle(a, b, f) + angle(f, b, c)
+  end
+qed
+
 theorem I.13 "If a straight line set up on a straight line make angles, it will make either two right angles or angles equal to two right angles.":
   forall (a b c d : Point) (L : Line), on_line(c, L) and on_line(d, L) and between(c, b, d) and not on_line(a, L) =>
   angle(c, b, a) + angle(a, b, d) = 2 * right
+proof
+  obtain f by I.11(c, b, L)
+  cases
+  case same_side(a, f, L):
+    apply lemma_I13(a, b, c, d, f, L)
+  case not same_side(a, f, L):
+    obtain N by line(f, b)
+    obtain g by extend(f, b, N)
+    have same_side(a, g, L)
+    have angle(c, b, g) = right
+    apply lemma_I13(a, b, c, d, g, L)
+  end
+qed
 
 theorem I.14 "If with any straight line, and at a point on it, two straight lines not lying on the same side make the adjacent angles equal to two right angles, the two straight lines will be in a straight line with one another.":
   forall (a b c d : Point) (L : Line),
@@ -168,6 +205,12 @@ theorem I.15 "If two straight lines cut one another, they make the vertical angl
   forall (a b c d e : Point) (L M : Line),
   on_line(a, L) and on_line(b, L) and on_line(c, M) and on_line(d, M) and L != M and between(a, e, b) and between(c, e, d) =>
   angle(a, e, c) = angle(d, e, b) and angle(c, e, b) = angle(a, e, d)
+proof
+  have not on_line(c, L) and not on_line(b, M) and not on_line(d, L)
+  apply I.13(c, e, a, b, L)
+  apply I.13(b, e, c, d, M)
+  apply I.13(d, e, a, b, L)
+qed
 
 theorem I.16 "In any triangle, if one of the sides be produced, the exterior angle is greater than either of the interior and opposite angles.":
   forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
