@@ -13,7 +13,7 @@ I1 = ("theorem I.1: forall (a b : Point), a != b =>\n"
 
 
 @pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 13)] + [
-    pytest.param(n, marks=pytest.mark.slow) for n in ("lemma_I13", "I.13", "I.15")])   # 5-30 s each
+    pytest.param(n, marks=pytest.mark.slow) for n in ("lemma_I13", "I.13", "I.14", "I.15")])   # 5-30 s each
 def test_proofs_check(name):
     report = book.check_book(names=[name], check_sat=False)
     result = report.proofs[name]

@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.12 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.15 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -128,8 +128,8 @@ proof
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
 
-# ---- I.11, I.12, I.13 (with a lemma) and I.15 have proofs; the other statements after them have none
-# (each one's hypotheses is checked satisfiable).
+# ---- I.11-I.15 have proofs (I.13 with a lemma); the statements after them have none (each one's
+# hypotheses are checked satisfiable).
 # A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
 # PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
 
@@ -200,6 +200,23 @@ theorem I.14 "If with any straight line, and at a point on it, two straight line
   forall (a b c d : Point) (L : Line),
   on_line(a, L) and on_line(b, L) and a != b and opposite_sides(c, d, L) and angle(a, b, c) + angle(a, b, d) = 2 * right =>
   between(c, b, d)
+proof
+  obtain M by line(c, b)
+  obtain e by extend(c, b, M)
+  have not on_line(a, M)
+  apply I.13(a, b, c, e, M)
+  have same_side(e, d, L)
+  obtain N by line(b, d)
+  cases
+  case on_line(d, M):
+  case same_side(d, a, M):
+    have angle(a, b, e) = angle(a, b, d) + angle(d, b, e)
+  case opposite_sides(d, a, M):
+    have not on_line(e, N)
+    have same_side(a, e, N)
+    have angle(a, b, d) = angle(a, b, e) + angle(e, b, d)
+  end
+qed
 
 theorem I.15 "If two straight lines cut one another, they make the vertical angles equal to one another.":
   forall (a b c d e : Point) (L M : Line),
