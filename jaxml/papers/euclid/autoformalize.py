@@ -66,8 +66,9 @@ class HarnessReport:
 
 
 def score_output(name: str, output: str, *, timeout_s: float = 15.0) -> Scored:
-    """Parses a model's answer for proposition `name` and classifies it against the ground truth."""
-    text = output.strip().splitlines()[0].strip() if output.strip() else ""
+    """Parses a model's answer for proposition `name` (its first line, a final full stop dropped) and
+    classifies it against the ground truth."""
+    text = output.strip().splitlines()[0].strip().rstrip(".").rstrip() if output.strip() else ""
     ground = book.statements()[name]
     try:
         test = S.parse_statement(text, name=name)
