@@ -1,10 +1,10 @@
-"""Book I benchmark: 48 statements parsed, hypotheses checked satisfiable, proofs of I.1-I.15 checked
+"""Book I benchmark: 48 statements parsed, hypotheses checked satisfiable, proofs of I.1-I.20 checked
 (experiment `euclid/book`).
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/euclid/configs/book.py --workdir=/tmp/euclid_book
-CPU only (z3). Full and quick check all 48 statements and the 15 proofs and one lemma (~60 s on one
-core); tiny checks I.1 and I.5 (~1 s). Metric: propositions whose proofs check (15/15), statements with
+CPU only (z3). Full and quick check all 48 statements and the 20 proofs and two lemmas (~80 s on one
+core); tiny checks I.1 and I.5 (~1 s). Metric: propositions whose proofs check (20/20), statements with
 satisfiable hypotheses (48/48).
 """
 

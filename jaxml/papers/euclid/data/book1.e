@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.15 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.17 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -128,8 +128,8 @@ proof
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
 
-# ---- I.11-I.15 have proofs (I.13 with a lemma); the statements after them have none (each one's
-# hypotheses are checked satisfiable).
+# ---- I.11-I.17 have proofs (I.13 and I.16 with a lemma each); the statements after them have none
+# (each one's hypotheses are checked satisfiable).
 # A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
 # PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
 
@@ -229,25 +229,93 @@ proof
   apply I.13(d, e, a, b, L)
 qed
 
+# A lemma for I.16: Euclid's proof for the angle at a; I.16 applies it twice.
+theorem lemma_I16 "The exterior angle at c exceeds the interior angle at a.": forall (a b c d : Point),
+  triangle(a, b, c) and between(b, c, d) => angle(b, a, c) < angle(a, c, d)
+proof
+  obtain AC by line(a, c)
+  obtain BD by line(b, c)
+  obtain e by I.10(a, c)
+  obtain BE by line(b, e)
+  obtain γ by circle(e, b)
+  obtain f by intersection_circle_line_extend(b, e, γ, BE)
+  have AC != BE
+  apply I.15(a, c, b, f, e, AC, BE)
+  apply sas(e, a, b, e, c, f)
+  obtain AB by line(a, b)
+  obtain CF by line(c, f)
+  have angle(b, a, c) = angle(f, c, a)
+  have same_side(f, d, AC) and same_side(f, a, BD)
+  have angle(a, c, d) = angle(a, c, f) + angle(f, c, d)
+  have not on_line(f, BD)
+qed
+
 theorem I.16 "In any triangle, if one of the sides be produced, the exterior angle is greater than either of the interior and opposite angles.":
   forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
   angle(a, b, c) < angle(a, c, d) and angle(b, a, c) < angle(a, c, d)
+proof
+  apply lemma_I16(a, b, c, d)
+  obtain AC by line(a, c)
+  obtain g by extend(a, c, AC)
+  apply lemma_I16(b, a, c, g)
+  obtain BD by line(b, c)
+  apply I.15(a, g, b, d, c, AC, BD)
+qed
 
 theorem I.17 "In any triangle two angles taken together in any manner are less than two right angles.":
   forall (a b c : Point), triangle(a, b, c) =>
   angle(a, b, c) + angle(b, c, a) < 2 * right
+proof
+  obtain BC by line(b, c)
+  obtain d by extend(b, c, BC)
+  apply I.16(a, b, c, d)
+  have not on_line(a, BC)
+  apply I.13(a, c, b, d, BC)
+qed
 
 theorem I.18 "In any triangle the greater side subtends the greater angle.":
   forall (a b c : Point), triangle(a, b, c) and |a b| < |a c| =>
   angle(a, c, b) < angle(a, b, c)
+proof
+  obtain AB by line(a, b)
+  obtain BC by line(b, c)
+  obtain AC by line(a, c)
+  obtain d by I.3(a, c, a, b)
+  obtain BD by line(b, d)
+  apply I.5(a, b, d)
+  apply I.16(b, c, d, a)
+  have angle(a, b, c) = angle(a, b, d) + angle(d, b, c)
+  have angle(b, c, d) = angle(b, c, a)
+qed
 
 theorem I.19 "In any triangle the greater angle is subtended by the greater side.":
   forall (a b c : Point), triangle(a, b, c) and angle(a, c, b) < angle(a, b, c) =>
   |a b| < |a c|
+proof
+  cases
+  case |a b| < |a c|:
+  case |a b| = |a c|:
+    apply I.5(a, b, c)
+  case |a c| < |a b|:
+    apply I.18(a, c, b)
+  end
+qed
 
 theorem I.20 "In any triangle two sides taken together in any manner are greater than the remaining one.":
   forall (a b c : Point), triangle(a, b, c) =>
   |b c| < |a b| + |a c|
+proof
+  obtain AB by line(b, a)
+  obtain γ by circle(a, c)
+  obtain d by intersection_circle_line_extend(b, a, γ, AB)
+  obtain CD by line(c, d)
+  obtain BC by line(b, c)
+  obtain AC by line(a, c)
+  apply I.5(a, c, d)
+  have angle(b, c, d) = angle(b, c, a) + angle(a, c, d)
+  have angle(b, d, c) = angle(a, d, c)
+  apply I.19(b, c, d)
+qed
 
 theorem I.21 "If on one of the sides of a triangle, from its extremities, there be constructed two straight lines meeting within the triangle, the straight lines so constructed will be less than the remaining two sides of the triangle, but will contain a greater angle.":
   forall (a b c d : Point) (AB BC CA : Line),
