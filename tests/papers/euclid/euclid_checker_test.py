@@ -12,7 +12,7 @@ I1 = ("theorem I.1: forall (a b : Point), a != b =>\n"
       "qed\n")
 
 
-SLOW_PROOFS = ("lemma_I13", "I.13", "I.14", "I.15", "lemma_I16")                 # 5-30 s each
+SLOW_PROOFS = ("lemma_I13", "I.13", "I.14", "I.15", "lemma_I16", "I.22", "I.23")   # 5-60 s each
 
 
 @pytest.mark.parametrize("name", [f"I.{i}" for i in range(1, 21) if f"I.{i}" not in SLOW_PROOFS] + [

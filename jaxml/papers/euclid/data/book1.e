@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.17 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.20, I.22 and I.23 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -128,7 +128,7 @@ proof
   have angle(b, a, e) = angle(b, a, c) and angle(m, a, e) = angle(m, a, c)
 qed
 
-# ---- I.11-I.17 have proofs (I.13 and I.16 with a lemma each); the statements after them have none
+# ---- I.11-I.20, I.22 and I.23 have proofs (I.13 and I.16 with a lemma each); the other statements have none
 # (each one's hypotheses are checked satisfiable).
 # A parallelogram "PG(p q r s)" is written out: p, q on PQ; r, s on RS; p, r on PR; q, s on QS;
 # PQ parallel to RS and PR parallel to QS (sides pq, rs, pr, qs; diagonal p-s).
@@ -327,10 +327,50 @@ theorem I.22 "Out of three straight lines, which are equal to three given straig
   forall (a b c d e f : Point),
   a != b and c != d and e != f and |e f| < |a b| + |c d| and |c d| < |a b| + |e f| and |a b| < |c d| + |e f| =>
   exists (k l m : Point), |k l| = |a b| and |l m| = |c d| and |m k| = |e f|
+proof
+  obtain p by I.2(b, c, d)
+  obtain q by I.2(a, e, f)
+  obtain α by circle(a, q)
+  obtain β by circle(b, p)
+  obtain AB by line(a, b)
+  obtain u v by intersection_circle_line(α, AB)
+  obtain m by intersection_circles(α, β)
+  let k = a
+  let l = b
+qed
 
 theorem I.23 "On a given straight line and at a point on it to construct a rectilineal angle equal to a given rectilineal angle.":
   forall (a b c d e : Point), a != b and triangle(c, d, e) =>
   exists (f : Point), angle(b, a, f) = angle(c, d, e)
+proof
+  apply I.20(d, c, e)
+  apply I.20(c, d, e)
+  apply I.20(e, c, d)
+  obtain p by I.2(a, d, c)
+  obtain q by I.2(a, d, e)
+  obtain AB by line(a, b)
+  obtain α by circle(a, p)
+  obtain u v by intersection_circle_line(α, AB)
+  cases
+  case not between(u, a, b):
+    obtain r by I.2(u, c, e)
+    obtain γ by circle(a, q)
+    obtain δ by circle(u, r)
+    obtain s t by intersection_circle_line(γ, AB)
+    obtain f by intersection_circles(γ, δ)
+    apply sss(d, c, e, a, u, f)
+    obtain AF by line(a, f)
+  case between(u, a, b):
+    have not between(v, a, b)
+    obtain r by I.2(v, c, e)
+    obtain γ by circle(a, q)
+    obtain δ by circle(v, r)
+    obtain s t by intersection_circle_line(γ, AB)
+    obtain f by intersection_circles(γ, δ)
+    apply sss(d, c, e, a, v, f)
+    obtain AF by line(a, f)
+  end
+qed
 
 theorem I.24 "If two triangles have the two sides equal to two sides respectively, but have the one of the angles contained by the equal straight lines greater than the other, they will also have the base greater than the base.":
   forall (a b c d e f : Point),
