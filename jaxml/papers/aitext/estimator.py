@@ -407,6 +407,13 @@ def bootstrap(d, n_boot: int = 1000, seed: int = 0, level: float = 95.0, max_val
     n = int(counts.sum())
     draws = np.random.default_rng(seed).multinomial(n, counts / n, size=n_boot)        # [B, G]
     shares = wts / counts[:, None]
+    # Pad groups and members to powers of two (zero shares and counts) so that corpora of similar
+    # size reuse one compiled program instead of compiling one per number of distinct values.
+    g_pad = max(64, 1 << (vals.shape[0] - 1).bit_length()) - vals.shape[0]
+    m_pad = (1 << (vals.shape[1] - 1).bit_length()) - vals.shape[1]
+    vals = np.pad(vals, ((0, g_pad), (0, m_pad)))
+    shares = np.pad(shares, ((0, g_pad), (0, m_pad)))
+    draws = np.pad(draws, ((0, 0), (0, g_pad)))
     boot = np.concatenate([solve_resamples(vals, shares, draws[s:s + chunk]) for s in range(0, n_boot, chunk)])
     lo, hi = np.percentile(boot, [(100 - level) / 2, 100 - (100 - level) / 2])
     return Estimate(mle=mle(d), ci=(float(lo), float(hi)), midpoint=float((lo + hi) / 2),

@@ -151,12 +151,18 @@ def validate(config, workdir) -> Result:
         threshold = _balanced_threshold(_logprob_scores(llm, cal["human"]), _logprob_scores(llm, cal["ai"]))
         scores = {k: {s: _logprob_scores(llm, v[s]) for s in splits} for k, v in (("human", human), ("ai", ai))}
 
-    rows = []
+    rows, set_size = [], {}
     for split in splits:
+        # A split with few AI sentences gets smaller validation sets, so the largest alpha still fits.
+        set_size[split] = min(config.n_sentences, int(len(ai[split]) / max(max(config.alphas), 1e-9)),
+                              len(human[split]))
+        if set_size[split] < config.n_sentences:
+            progress.log(f"aitext/validate: {split} has {len(ai[split])} AI sentences: validation sets of "
+                         f"{set_size[split]} sentences instead of {config.n_sentences}")
         for alpha in config.alphas:
             for trial in range(config.trials):
                 h_idx, a_idx, true = corpus.mixture_indices(len(human[split]), len(ai[split]), alpha,
-                                                            config.n_sentences, rng)
+                                                            set_size[split], rng)
                 row = {"split": split, "alpha": true, "trial": trial}
                 for name in tables:
                     dd = np.concatenate([d[name]["human"][split][h_idx], d[name]["ai"][split][a_idx]])
@@ -185,13 +191,37 @@ def validate(config, workdir) -> Result:
             metrics[f"{split}/logprob/mae"] = float(np.mean(np.abs(np.array([x["logprob"] for x in r]) - truth)))
     for name, t in tables.items():
         metrics[f"vocab_size/{name}"] = float(len(t.words))
+    metrics.update({f"set_size/{s}": float(n) for s, n in set_size.items()})
     metrics.update({f"sentences/{k}": float(v) for k, v in sizes.items()})
     figures = [str(_plot(rows, splits, tuple(tables), scores is not None, workdir / "validation.png"))]
+    (workdir / "summary.md").write_text(_summary_table(rows, splits, tuple(tables), scores is not None))
     first = config.vocabularies[0]
     return Result(metrics=metrics, headline=f"{splits[0]}/{first}/mae_mle", figures=figures, status="measured",
-                  notes=(f"{config.n_sentences}-sentence sets x {config.trials} trials per alpha; AI text: "
+                  notes=(f"validation sets of {sorted(set(set_size.values()))} sentences x {config.trials} trials per alpha; AI text: "
                          f"SmolLM2-135M-Instruct two-stage rewrites ({config.generated}); human: Austen (in-distribution), "
                          "Persuasion (held-out novel), KJV (other genre)"))
+
+
+def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
+    """Markdown: mean estimate per true alpha (MLE, midpoint, CI coverage, baselines) for each split."""
+    lines = []
+    for split in splits:
+        r = [x for x in rows if x["split"] == split]
+        head = ["true alpha"] + [f"{v} {k}" for v in vocabularies for k in ("MLE", "midpoint", "CI covers")] \
+            + [f"{v} d>0 classifier" for v in vocabularies] + (["log-prob detector"] if logprob else [])
+        lines += [f"### {split}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for a in sorted({x["alpha"] for x in r}):
+            ra = [x for x in r if x["alpha"] == a]
+            cells = [f"{a:.3f}"]
+            for v in vocabularies:
+                cells += [f"{np.mean([x[f'{v}/mle'] for x in ra]):.3f}", f"{np.mean([x[f'{v}/midpoint'] for x in ra]):.3f}",
+                          f"{np.mean([x[f'{v}/ci_low'] <= a + 1e-9 and a - 1e-9 <= x[f'{v}/ci_high'] for x in ra]):.0%}"]
+            cells += [f"{np.mean([x[f'{v}/classifier'] for x in ra]):.3f}" for v in vocabularies]
+            if logprob:
+                cells.append(f"{np.mean([x['logprob'] for x in ra]):.3f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:

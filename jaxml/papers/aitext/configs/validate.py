@@ -30,8 +30,8 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.trials = 10                         # validation sets per alpha and split
     c.n_boot = 1000
     c.logprob_baseline = True             # SmolLM2 mean log-probability per sentence, thresholded
-    c.logprob_calibration = 1000          # fit sentences of each kind used to pick its threshold
-    c.max_human_pool = 3000               # human sentences kept per validation split (the scored pool)
+    c.logprob_calibration = 400           # fit sentences of each kind used to pick its threshold
+    c.max_human_pool = 2000               # human sentences kept per validation split (the scored pool)
     scale = scale_of(arg)
     if scale == "quick":
         c.trials, c.logprob_baseline = 3, False
