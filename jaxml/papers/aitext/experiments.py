@@ -99,17 +99,20 @@ def fit_all_tables(config, human_fit, ai_fit, out_dir=None) -> dict:
 
 
 def _logprob_scores(llm, sentences, batch: int = 64) -> np.ndarray:
-    """Mean token log-probability of each sentence under the model (BOS + sentence)."""
+    """Mean token log-probability of each sentence under the model (BOS + sentence), float [n].
+    Sentences are batched by length so that little of each batch is padding."""
     from jaxml.llm import generate as gen
 
     ids = [llm.tokenizer.encode(s) for s in sentences]
-    out = []
+    order = np.argsort([len(x) for x in ids], kind="stable")
+    out = np.empty(len(ids))
     for start in range(0, len(ids), batch):
-        out += [float(lp.mean()) for lp in gen.token_logprobs(llm.model, llm.params, ids[start:start + batch],
-                                                               pad_id=llm.tokenizer.pad_id)]
-        if start and start % (batch * 20) == 0:
+        chunk = order[start:start + batch]
+        lps = gen.token_logprobs(llm.model, llm.params, [ids[i] for i in chunk], pad_id=llm.tokenizer.pad_id)
+        out[chunk] = [float(lp.mean()) for lp in lps]
+        if start and start % (batch * 10) == 0:
             progress.log(f"aitext: scored {start}/{len(ids)} sentences with the language model")
-    return np.asarray(out)
+    return out
 
 
 def _balanced_threshold(human_scores, ai_scores) -> float:
@@ -149,7 +152,8 @@ def validate(config, workdir) -> Result:
         cal = {k: [v["fit"][i] for i in rng.choice(len(v["fit"]), min(config.logprob_calibration, len(v["fit"])),
                                                      replace=False)] for k, v in (("human", human), ("ai", ai))}
         threshold = _balanced_threshold(_logprob_scores(llm, cal["human"]), _logprob_scores(llm, cal["ai"]))
-        scores = {k: {s: _logprob_scores(llm, v[s]) for s in splits} for k, v in (("human", human), ("ai", ai))}
+        scores = {k: {s: _logprob_scores(llm, v[s]) for s in config.logprob_splits if s in splits}
+                  for k, v in (("human", human), ("ai", ai))}
 
     rows, set_size = [], {}
     for split in splits:
@@ -170,7 +174,7 @@ def validate(config, workdir) -> Result:
                     row.update({f"{name}/mle": est.mle, f"{name}/midpoint": est.midpoint,
                                 f"{name}/ci_low": est.ci[0], f"{name}/ci_high": est.ci[1],
                                 f"{name}/classifier": float(np.mean(dd > 0))})
-                if scores is not None:
+                if scores is not None and split in scores["human"]:
                     s_all = np.concatenate([scores["human"][split][h_idx], scores["ai"][split][a_idx]])
                     row["logprob"] = float(np.mean(s_all > threshold))
                 rows.append(row)
@@ -187,7 +191,7 @@ def validate(config, workdir) -> Result:
             lo = np.array([x[f"{name}/ci_low"] for x in r])
             hi = np.array([x[f"{name}/ci_high"] for x in r])
             metrics[f"{split}/{name}/ci_coverage"] = float(np.mean((lo <= truth + 1e-9) & (truth - 1e-9 <= hi)))
-        if scores is not None:
+        if scores is not None and split in scores["human"]:
             metrics[f"{split}/logprob/mae"] = float(np.mean(np.abs(np.array([x["logprob"] for x in r]) - truth)))
     for name, t in tables.items():
         metrics[f"vocab_size/{name}"] = float(len(t.words))
@@ -218,7 +222,7 @@ def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
                           f"{np.mean([x[f'{v}/ci_low'] <= a + 1e-9 and a - 1e-9 <= x[f'{v}/ci_high'] for x in ra]):.0%}"]
             cells += [f"{np.mean([x[f'{v}/classifier'] for x in ra]):.3f}" for v in vocabularies]
             if logprob:
-                cells.append(f"{np.mean([x['logprob'] for x in ra]):.3f}")
+                cells.append(f"{np.mean([x['logprob'] for x in ra]):.3f}" if "logprob" in ra[0] else "-")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -242,7 +246,7 @@ def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
             lo, hi = np.array(mean_of(f"{name}/ci_low")), np.array(mean_of(f"{name}/ci_high"))
             ax.errorbar(alphas, est, yerr=[est - lo, hi - est], marker=marker, ms=4, capsize=2, label=f"MLE ({name})")
             ax.plot(alphas, mean_of(f"{name}/classifier"), ls=":", label=f"per-sentence d>0 ({name})")
-        if logprob:
+        if logprob and "logprob" in r[0]:
             ax.plot(alphas, mean_of("logprob"), ls="--", color="gray", label="SmolLM2 log-prob detector")
         ax.plot([0, max(alphas)], [0, max(alphas)], color="black", lw=0.8)
         ax.set(title=split, xlabel="true alpha", ylabel="estimated alpha")

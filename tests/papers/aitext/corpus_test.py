@@ -115,3 +115,28 @@ def test_command_line_tool(tmp_path):
     assert "alpha = " in out.stdout and "4 sentences" in out.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["ci"][0] <= result["mle"] <= result["ci"][1] and result["sentences"] == 4
+
+
+def test_logprob_detector_scores_and_threshold():
+    import types
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxml.llm import generate as gen
+    from jaxml.models import llama
+    from jaxml.papers.aitext import experiments
+
+    config = llama.LlamaConfig(vocab_size=50, hidden=16, layers=1, heads=2, kv_heads=1, mlp_hidden=32, max_len=128)
+    model = llama.Llama(config)
+    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 1), jnp.int32), jnp.zeros((1, 1), jnp.int32))["params"]
+    tokenizer = types.SimpleNamespace(encode=lambda s: [1] + [2 + ord(c) % 48 for c in s], pad_id=0)
+    llm = types.SimpleNamespace(model=model, params=params, tokenizer=tokenizer)
+    sentences = ["a much longer sentence than the others here", "short one", "mid length text", "xy"]
+    got = experiments._logprob_scores(llm, sentences, batch=2)        # batched by length, then unsorted
+    for s, g in zip(sentences, got):
+        alone = gen.token_logprobs(model, params, [tokenizer.encode(s)])[0].mean()
+        np.testing.assert_allclose(g, alone, rtol=1e-5)
+    # Separable calibration scores: the threshold flags every AI score and no human one.
+    t = experiments._balanced_threshold(np.array([-5.0, -4.0, -3.5]), np.array([-2.0, -1.0]))
+    assert -3.5 <= t < -2.0
