@@ -521,8 +521,9 @@ class Verdict:
     """The answer to one query.
 
     Attributes:
-      status: 'proved' (z3: unsat of context + negated goal), 'not_proved' (sat: a counter-model
-        exists over the instantiated theory) or 'timeout' (z3: unknown; never counted as proved).
+      status: for `entails`, 'proved' (z3: unsat of context + negated goal), 'not_proved' (sat: a
+        counter-model exists over the instantiated theory) or 'timeout' (z3: unknown; never counted
+        as proved); for `consistent`, 'sat', 'unsat' or 'timeout'.
       seconds: solver wall time, including building the ground instances.
       core: labels of the context facts in z3's unsat core (when proved).
       detail: a readable reason (what the counter-model makes false, or z3's reason for unknown).
@@ -674,7 +675,8 @@ def statement_context(statement: S.Statement, **kwargs) -> Context:
 
 
 def hypotheses_satisfiable(statement: S.Statement, **kwargs) -> Verdict:
-    """Whether a statement's hypotheses are consistent with E (instantiated over its universals)."""
+    """Whether a statement's hypotheses are consistent with E (instantiated over its universals):
+    a Verdict with status 'sat', 'unsat' (with the core) or 'timeout'."""
     return statement_context(statement, **kwargs).consistent()
 
 
