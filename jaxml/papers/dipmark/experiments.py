@@ -28,6 +28,11 @@ from jaxml.core.experiment import Result, run_parts
 from jaxml.papers.dipmark import data, detect, keys, reweight
 
 NONE = "none"
+CONTROL = "none_s"   # a second unwatermarked sample with other sampling keys: the noise floor of quality
+
+
+def _unmarked(label: str) -> bool:
+    return label == NONE or label.startswith(CONTROL)
 
 
 def experiment_key(seed: int = 42) -> bytes:
@@ -81,6 +86,7 @@ def watermarks(config, key: bytes, vocab_size: int) -> dict[str, reweight.Waterm
     # interleaved from the largest alpha and delta down, so a partial run has both methods
     dip_labels, soft_labels = sorted(dip, reverse=True), sorted(soft, reverse=True)
     out = {NONE: None}
+    out.update({f"{CONTROL}{s}": None for s in config.get("control_seeds", ())})
     for i in range(max(len(dip), len(soft))):
         for labels, table in ((dip_labels, dip), (soft_labels, soft)):
             if i < len(labels):
@@ -99,8 +105,7 @@ def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: d
     from jaxml.llm.base import SamplingOptions
 
     cache = workdir / "generations.npz"
-    fingerprint = json.dumps([config.model, config.max_new_tokens, config.temperature, config.seed,
-                              [list(map(int, t)) for t in prompts.tokens]])
+    fingerprint = _fingerprint(config, prompts)
     stored = {}
     if cache.exists():
         with np.load(cache, allow_pickle=False) as f:
@@ -116,11 +121,12 @@ def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: d
             tokens = np.zeros((len(order), config.max_new_tokens), np.int32)
             lengths = np.zeros(len(order), np.int32)
             t0 = time.perf_counter()
+            sample_seed = config.seed + (7919 * int(label[len(CONTROL):]) if label.startswith(CONTROL) else 0)
             for b, start in enumerate(range(0, len(order), config.batch_size)):
                 idx = order[start:start + config.batch_size]
                 res = generate_lib.generate(model, params, [prompts.tokens[i] for i in idx],
                                             max_new_tokens=config.max_new_tokens, sampling=options, stop_ids=stop_ids,
-                                            pad_id=pad_id, key=jax.random.PRNGKey(1000 * config.seed + b),
+                                            pad_id=pad_id, key=jax.random.PRNGKey(1000 * sample_seed + b),
                                             logits_processor=wm)
                 tokens[idx], lengths[idx] = res.tokens, res.lengths
             seconds[label] = time.perf_counter() - t0
@@ -130,6 +136,11 @@ def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: d
                   f"{seconds[label]:.0f} s", flush=True)
         out[label] = [row[:n] for row, n in zip(stored[f"{label}/tokens"], stored[f"{label}/lengths"])]
     return out, seconds
+
+
+def _fingerprint(config, prompts: data.Prompts) -> str:
+    return json.dumps([config.model, config.max_new_tokens, config.temperature, config.seed,
+                       [list(map(int, t)) for t in prompts.tokens]])
 
 
 def bootstrap_ci(values: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
@@ -174,7 +185,13 @@ def watermark(config, workdir) -> Result:
     metrics, table = {}, {}
 
     # Quality: perplexity under the unwatermarked model, CIs and the paired difference to no watermark.
-    ppl = {label: perplexities(model, params, prompts, g, pad_id) for label, g in gens.items()}
+    ppl_cache = workdir / "perplexities.json"   # scoring is slow on CPU: reuse it for the same generations
+    fingerprint = _fingerprint(config, prompts)
+    cached = json.loads(ppl_cache.read_text()) if ppl_cache.exists() else {}
+    if cached.get("fingerprint") != fingerprint:
+        cached = {}
+    ppl = {label: np.asarray(cached[label], np.float64) if label in cached
+           else perplexities(model, params, prompts, g, pad_id) for label, g in gens.items()}
     for label, values in ppl.items():
         ok = np.isfinite(values)
         lo, hi = bootstrap_ci(values[ok])
@@ -215,6 +232,11 @@ def watermark(config, workdir) -> Result:
         metrics[f"n_null/L{length}"] = float(len(null_rows))
         metrics[f"fpr_hoeffding_gen/L{length}"] = float(np.mean(null.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT))
         metrics[f"fpr_minp_gen/L{length}"] = float(np.mean(null.min_p_value_uncorrected <= 0.01))
+        for label in gens:   # an independent unwatermarked sample at the same threshold
+            if label.startswith(CONTROL):
+                rows = np.flatnonzero(lens[label] >= length)
+                control = _score_at(detector, pos[label], rows, length)
+                metrics[f"fpr_emp_control/L{length}/{label}"] = float(np.mean(control.score[:, col] > threshold))
         if human is not None:
             h = _score_at(detector, human, np.arange(len(human)), length)
             metrics[f"fpr_emp_human/L{length}"] = float(np.mean(h.score[:, col] > threshold))
@@ -222,7 +244,7 @@ def watermark(config, workdir) -> Result:
             metrics[f"fpr_kgw_z_human/L{length}"] = float(np.mean(h.kgw_z[:, col] >= z_normal_1pct))
             metrics[f"fpr_minp_human/L{length}"] = float(np.mean(h.min_p_value_uncorrected <= 0.01))
         for label in gens:
-            if label == NONE:
+            if _unmarked(label):
                 continue
             rows = np.flatnonzero(lens[label] >= length)
             s = _score_at(detector, pos[label], rows, length)
@@ -237,7 +259,7 @@ def watermark(config, workdir) -> Result:
     length = config.attack_length
     threshold = metrics[f"threshold_emp/L{length}"]
     for label, g in gens.items():
-        if label == NONE:
+        if _unmarked(label):
             continue
         texts = [x[:length] for x in g if len(x) >= length]
         for eps in config.epsilons:
@@ -249,7 +271,7 @@ def watermark(config, workdir) -> Result:
             metrics[f"tpr_attack_hoeffding/eps{eps:g}/{label}"] = float(np.mean(s.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT))
     metrics.update({f"generate_seconds/{k}": v for k, v in seconds.items()})
     (workdir / "metrics.json").write_text(json.dumps(metrics, indent=1))
-    (workdir / "perplexities.json").write_text(json.dumps({k: v.tolist() for k, v in ppl.items()}))
+    ppl_cache.write_text(json.dumps({"fingerprint": fingerprint, **{k: v.tolist() for k, v in ppl.items()}}))
     figures = [_plot_watermark(workdir / "dipmark_watermark.png", metrics, list(gens), config)]
     headline = f"tpr_emp/L{max(config.lengths)}/dipmark_a{config.headline_alpha:g}"
     return Result(metrics=metrics, headline=headline, figures=figures,
@@ -262,7 +284,7 @@ def watermark(config, workdir) -> Result:
 def _plot_watermark(path, metrics, labels, config) -> str:
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    marked = [lab for lab in labels if lab != NONE]
+    marked = [lab for lab in labels if not _unmarked(lab)]
     for lab in marked:
         axes[0].plot(config.lengths, [metrics[f"tpr_emp/L{L}/{lab}"] for L in config.lengths], marker="o", label=lab)
     axes[0].set(xlabel="generated tokens", ylabel="TPR at 1% FPR (empirical threshold)", title="detectability")
