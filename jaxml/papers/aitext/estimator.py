@@ -279,31 +279,42 @@ def mle(d, weights=None) -> float:
     return float(_bisect(jnp.asarray(d, jnp.float32), jnp.asarray(w))[0])
 
 
-def compress(d, max_values: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Groups the values of d for the bootstrap: `(values [G, m], weights [G, m], counts [G])`.
+@dataclasses.dataclass(frozen=True)
+class Groups:
+    """The distinct values of d, grouped for the bootstrap (see `compress`).
+
+    Attributes:
+      values: float64 [K], the distinct values of d, sorted.
+      group: int32 [K], the group of each value (0..G-1, consecutive values share a group).
+      shares: float64 [K], a value's multiplicity divided by its group's count.
+      counts: float64 [G], sentences per group.
+    """
+
+    values: np.ndarray
+    group: np.ndarray
+    shares: np.ndarray
+    counts: np.ndarray
+
+
+def compress(d, max_groups: int = 1024) -> Groups:
+    """Groups the values of d for the bootstrap.
 
     Identical values are merged exactly (sentences with the same vocabulary words have the same d).
-    If more than `max_values` distinct values remain, consecutive sorted values are grouped into
-    `max_values` groups of about equal size; group g holds its members' values and multiplicities
-    (padded with weight 0), so the likelihood of a group is exact and a resample draws groups.
-    Drawing groups instead of sentences drops the variance *within* a group from the bootstrap,
-    which is negligible for groups of near-equal values (measured in the tests and the README).
+    If more than `max_groups` distinct values remain, consecutive sorted values are grouped into
+    `max_groups` groups of about equal size; a group's likelihood keeps its members' own terms
+    (weighted by their shares), and a resample draws groups. Drawing groups instead of sentences
+    drops the variance *within* a group from the bootstrap, which is negligible for groups of
+    near-equal values (checked against resampling sentences in the tests).
     """
     values, counts = np.unique(_check_d(d), return_counts=True)
-    if len(values) <= max_values:
-        return values[:, None], counts[:, None].astype(np.float64), counts.astype(np.float64)
-    cum = np.cumsum(counts)
-    group = np.minimum((cum - 1) * max_values // cum[-1], max_values - 1)
-    group = np.concatenate([[0], np.cumsum(np.diff(group) > 0)])     # renumber 0..G-1 without gaps
-    n_groups = group[-1] + 1
-    sizes = np.bincount(group)
-    width = int(sizes.max())
-    pos = np.arange(len(values)) - np.concatenate([[0], np.cumsum(sizes)[:-1]])[group]
-    vals = np.zeros((n_groups, width))
-    wts = np.zeros((n_groups, width))
-    vals[group, pos] = values
-    wts[group, pos] = counts
-    return vals, wts, wts.sum(1)
+    if len(values) <= max_groups:
+        group = np.arange(len(values), dtype=np.int32)
+    else:
+        cum = np.cumsum(counts)
+        group = np.minimum((cum - 1) * max_groups // cum[-1], max_groups - 1)
+        group = np.concatenate([[0], np.cumsum(np.diff(group) > 0)]).astype(np.int32)   # 0..G-1, no gaps
+    per_group = np.bincount(group, weights=counts).astype(np.float64)
+    return Groups(values, group, counts / per_group[group], per_group)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,21 +342,17 @@ class Estimate:
                 f"midpoint {self.midpoint:.3f} +- {self.half_width:.3f}, {self.n} sentences")
 
 
-def _score_slope(alpha, d):
-    """d/d alpha of `_score_terms`: -(e^d - 1)^2 / (1 - alpha + alpha e^d)^2 (<= 0)."""
-    return -jnp.square(_score_terms(alpha, d))
-
-
-@functools.partial(jax.jit, static_argnames=("points",))
-def _grid_gradient(vals, shares, draws, lo, hi, points: int):
+@functools.partial(jax.jit, static_argnames=("points", "n_groups"))
+def _grid_gradient(values, group, shares, draws, lo, hi, points: int, n_groups: int):
     """NLL gradient and its slope for every resample at `points` grid values of alpha in [lo, hi].
 
-    vals, shares: float32 [G, m] group members and their within-group shares; draws: float32
-    [B, G] group counts. Returns (grid [A], grad [B, A], slope [B, A]).
+    values, group, shares: [K] (see `Groups`); draws: float32 [B, G] group counts.
+    Returns (grid [A], grad [B, A], slope [B, A]).
     """
     grid = jnp.linspace(lo, hi, points)
-    h = (shares[..., None] * _score_terms(grid, vals[..., None])).sum(1)          # [G, A]
-    h1 = (shares[..., None] * _score_slope(grid, vals[..., None])).sum(1)
+    t = _score_terms(grid[None, :], values[:, None])                                 # [K, A]
+    h = jax.ops.segment_sum(shares[:, None] * t, group, n_groups)                     # [G, A]
+    h1 = -jax.ops.segment_sum(shares[:, None] * t * t, group, n_groups)               # slope terms
     total = draws.sum(1, keepdims=True)
     return grid, -(draws @ h) / total, -(draws @ h1) / total
 
@@ -363,26 +370,36 @@ def _hermite_root(x0, x1, g0, g1, s0, s1, iters: int = 8):
     return x0 + t * h
 
 
-def solve_resamples(vals, shares, draws, coarse: int = 65, fine: int = 257) -> np.ndarray:
-    """Bounded MLE for every resample (rows of `draws`, counts over the groups of `compress`).
+def _bucket(n: int, minimum: int = 64) -> int:
+    return max(minimum, 1 << (max(n, 1) - 1).bit_length())
+
+
+def solve_resamples(groups: Groups, draws, coarse: int = 33, fine: int = 129) -> np.ndarray:
+    """Bounded MLE for every resample (rows of `draws`: counts [B, G] over the groups).
 
     The NLL gradient is increasing in alpha. It is evaluated for all resamples at once on a coarse
     grid over [0, 1] (one matrix product), then on a fine grid over the union of the brackets found,
     and the root inside each resample's fine bracket is taken from the cubic Hermite interpolant of
-    the gradient (values and slopes at the bracket ends): interpolation error O(h^4), below 1e-9
-    for the fine step here (tested against bisection on the resample's own weights).
+    the gradient (values and slopes at the bracket ends): interpolation error O(step^4), far below
+    float32 rounding here (tested against bisection on each resample's own weights).
+    Inputs are padded to power-of-two sizes so that similar corpora reuse one compiled program.
     """
-    vals = jnp.asarray(vals, jnp.float32)
-    shares = jnp.asarray(shares, jnp.float32)
-    draws = jnp.asarray(draws, jnp.float32)
-    lo, hi = 0.0, 1.0 - 1e-6
-    grid, grad, slope = (np.asarray(x, np.float64) for x in _grid_gradient(vals, shares, draws, lo, hi, coarse))
+    k, g = len(groups.values), len(groups.counts)
+    kp, gp = _bucket(k), _bucket(g)
+    args = (jnp.asarray(np.pad(groups.values, (0, kp - k)), jnp.float32),
+            jnp.asarray(np.pad(groups.group, (0, kp - k)), jnp.int32),
+            jnp.asarray(np.pad(groups.shares, (0, kp - k)), jnp.float32),       # padding: share 0
+            jnp.asarray(np.pad(np.asarray(draws, np.float32), ((0, 0), (0, gp - g))), jnp.float32))
+
+    def gradient(lo, hi, points):
+        return (np.asarray(x, np.float64) for x in _grid_gradient(*args, lo, hi, points, gp))
+
+    grid, grad, slope = gradient(0.0, 1.0 - 1e-6, coarse)
     at_zero, at_one = grad[:, 0] >= 0, grad[:, -1] <= 0
     first = np.clip(np.argmax(grad >= 0, axis=1), 1, coarse - 1)                 # first grid point past the root
     inner = ~(at_zero | at_one)
     if inner.any():
-        lo, hi = grid[first[inner] - 1].min(), grid[first[inner]].max()
-        grid, grad, slope = (np.asarray(x, np.float64) for x in _grid_gradient(vals, shares, draws, lo, hi, fine))
+        grid, grad, slope = gradient(grid[first[inner] - 1].min(), grid[first[inner]].max(), fine)
         first = np.clip(np.argmax(grad >= 0, axis=1), 1, fine - 1)
     rows = np.arange(len(grad))
     a, b = first - 1, first
@@ -390,12 +407,12 @@ def solve_resamples(vals, shares, draws, coarse: int = 65, fine: int = 257) -> n
     return np.where(at_zero, 0.0, np.where(at_one, 1.0, alpha))
 
 
-def bootstrap(d, n_boot: int = 1000, seed: int = 0, level: float = 95.0, max_values: int = 2048,
-              chunk: int = 500) -> Estimate:
+def bootstrap(d, n_boot: int = 1000, seed: int = 0, level: float = 95.0, max_groups: int = 1024,
+              chunk: int = 2000) -> Estimate:
     """MLE of alpha and a percentile bootstrap interval from the log ratios d [n].
 
     Each resample is n sentences drawn with replacement, as multinomial counts over the groups of
-    `compress` (exact when d has at most `max_values` distinct values); all resamples are solved
+    `compress` (exact when d has at most `max_groups` distinct values); all resamples are solved
     together by `solve_resamples` (in chunks of `chunk` resamples to bound memory).
     """
     if n_boot < 2:
@@ -403,18 +420,10 @@ def bootstrap(d, n_boot: int = 1000, seed: int = 0, level: float = 95.0, max_val
     if not 0 < level < 100:
         raise ValueError(f"level={level} must be a percentage in (0, 100)")
     d = _check_d(d)
-    vals, wts, counts = compress(d, max_values)
-    n = int(counts.sum())
-    draws = np.random.default_rng(seed).multinomial(n, counts / n, size=n_boot)        # [B, G]
-    shares = wts / counts[:, None]
-    # Pad groups and members to powers of two (zero shares and counts) so that corpora of similar
-    # size reuse one compiled program instead of compiling one per number of distinct values.
-    g_pad = max(64, 1 << (vals.shape[0] - 1).bit_length()) - vals.shape[0]
-    m_pad = (1 << (vals.shape[1] - 1).bit_length()) - vals.shape[1]
-    vals = np.pad(vals, ((0, g_pad), (0, m_pad)))
-    shares = np.pad(shares, ((0, g_pad), (0, m_pad)))
-    draws = np.pad(draws, ((0, 0), (0, g_pad)))
-    boot = np.concatenate([solve_resamples(vals, shares, draws[s:s + chunk]) for s in range(0, n_boot, chunk)])
+    groups = compress(d, max_groups)
+    n = int(groups.counts.sum())
+    draws = np.random.default_rng(seed).multinomial(n, groups.counts / n, size=n_boot)     # [B, G]
+    boot = np.concatenate([solve_resamples(groups, draws[s:s + chunk]) for s in range(0, n_boot, chunk)])
     lo, hi = np.percentile(boot, [(100 - level) / 2, 100 - (100 - level) / 2])
     return Estimate(mle=mle(d), ci=(float(lo), float(hi)), midpoint=float((lo + hi) / 2),
                     half_width=float((hi - lo) / 2), n=n, boot=boot)

@@ -71,22 +71,22 @@ def test_mle_bounds():
 def test_resample_solver_equals_bisection_on_each_resample():
     rng = np.random.default_rng(4)
     d = np.concatenate([rng.normal(-1.5, 1.0, 5000), rng.normal(2.0, 1.5, 600)])
-    vals, wts, counts = E.compress(d, max_values=256)        # grouped: 5600 values in 256 groups
-    assert vals.shape[0] == 256 and counts.sum() == d.size
-    np.testing.assert_allclose(np.sort(vals[wts > 0]), np.sort(d))   # every value kept once
-    shares = wts / counts[:, None]
-    draws = rng.multinomial(d.size, counts / d.size, size=6)
-    fast = E.solve_resamples(vals, shares, draws)
+    groups = E.compress(d, max_groups=256)        # 5600 distinct values in 256 groups
+    assert len(groups.counts) == 256 and groups.counts.sum() == d.size
+    np.testing.assert_allclose(groups.values, np.sort(d))
+    np.testing.assert_allclose(np.bincount(groups.group, groups.shares), 1.0)     # shares sum to 1 per group
+    draws = rng.multinomial(d.size, groups.counts / d.size, size=6)
+    fast = E.solve_resamples(groups, draws)
     for b in range(6):
-        w = (draws[b][:, None] * shares).reshape(-1)
-        assert abs(fast[b] - E.mle(vals.reshape(-1), w)) < 1e-6
+        w = draws[b][groups.group] * groups.shares
+        assert abs(fast[b] - E.mle(groups.values, w)) < 1e-6
 
 
 def test_compress_merges_equal_values_exactly():
-    d = np.array([0.5, -1.0, 0.5, 0.5, 2.0, -1.0])
-    vals, wts, counts = E.compress(d)
-    np.testing.assert_array_equal(vals[:, 0], [-1.0, 0.5, 2.0])
-    np.testing.assert_array_equal(counts, [2, 3, 1])
+    groups = E.compress(np.array([0.5, -1.0, 0.5, 0.5, 2.0, -1.0]))
+    np.testing.assert_array_equal(groups.values, [-1.0, 0.5, 2.0])
+    np.testing.assert_array_equal(groups.counts, [2, 3, 1])
+    np.testing.assert_array_equal(groups.shares, [1, 1, 1])
 
 
 def test_bootstrap_ci_covers_the_true_alpha_in_at_least_90_percent_of_50_seeds():
@@ -107,7 +107,7 @@ def test_grouped_bootstrap_matches_resampling_sentences():
     tables, p, q = _tables(seed=6)
     sents, _ = _sample(tables, p, q, 2000, 0.2, np.random.default_rng(6))
     d = E.log_ratio(tables, E.encode(tables, sents))
-    grouped = E.bootstrap(d, n_boot=400, seed=0, max_values=64)
+    grouped = E.bootstrap(d, n_boot=400, seed=0, max_groups=64)
     rng = np.random.default_rng(1)
     direct = np.array([E.mle(d[rng.integers(0, d.size, d.size)]) for _ in range(400)])
     assert abs(grouped.boot.std() - direct.std()) < 0.15 * direct.std()
