@@ -165,6 +165,55 @@ def perplexities(model, params, prompts: data.Prompts, generations: list[np.ndar
     return out
 
 
+def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[np.ndarray], wms: dict,
+                       key: bytes) -> dict[str, np.ndarray]:
+    """Per-text mean over generated positions of E_{x~P'}[-log P(x)] - E_{x~P}[-log P(x)] (nats).
+
+    Teacher-forced on unwatermarked generations: at each position the model's next-token
+    distribution P and its reweight P' under each processor (the context code of that position,
+    the repeated-code rule ignored). The shift is linear in P', so distribution preservation
+    (E_key P' = P) makes its mean over positions (fresh seeds) zero, with far less noise than the
+    perplexity of sampled text; KGW's is positive. Returns label -> float [n texts] (NaN if empty).
+    """
+    width = keys.CONTEXT_WIDTH
+    rows = [i for i, g in enumerate(generations) if len(g)]
+    max_new = max(len(g) for g in generations)
+    length = int(math.ceil(max(len(prompts.tokens[i]) + len(generations[i]) for i in rows) / 16) * 16)
+
+    @jax.jit
+    def forward(tokens, valid):
+        positions = jnp.maximum(jnp.cumsum(valid) - 1, 0)[None]
+        return model.apply({"params": params}, tokens[None], positions, key_valid=valid[None])[0][0]
+
+    fns = {}
+    for label, wm in wms.items():
+        if wm is None:
+            continue
+
+        def shift(logits, seeds, mask, wm=wm):
+            logp = jax.nn.log_softmax(logits, -1)
+            new = jax.nn.softmax(wm.apply(logits, seeds), -1)
+            per = jnp.sum((new - jnp.exp(logp)) * -logp, -1)
+            return jnp.sum(jnp.where(mask, per, 0.0)) / jnp.maximum(mask.sum(), 1)
+        fns[label] = jax.jit(shift)
+    out = {label: np.full(len(generations), np.nan) for label in fns}
+    for i in rows:
+        seq = np.concatenate([np.asarray(prompts.tokens[i]), generations[i]]).astype(np.int32)
+        plen, n = len(prompts.tokens[i]), len(generations[i])
+        tokens = np.zeros(length, np.int32)
+        tokens[:len(seq)] = seq
+        valid = np.arange(length) < len(seq)
+        logits = forward(jnp.asarray(tokens), jnp.asarray(valid))
+        at = np.clip(np.arange(plen - 1, plen - 1 + max_new), 0, length - 1)    # predicting generated token t
+        padded = np.concatenate([np.full(width, -1), tokens])                     # -1: no token before the start
+        codes = np.stack([padded[at + 1 + j] for j in range(width)], axis=1)      # tokens at[t]-4 .. at[t]
+        seeds = keys.context_seeds(jnp.asarray(codes, jnp.int32), key)
+        mask = jnp.arange(max_new) < n
+        for label, fn in fns.items():
+            out[label][i] = float(fn(logits[at], seeds, mask))
+    return out
+
+
 def _score_at(detector: detect.Detector, positions: np.ndarray, rows: np.ndarray, length: int) -> detect.Scores:
     """Scores of the first `length` tokens (length - width scored) of the selected rows."""
     green, n = detector.green_counts(positions[rows], upto=length - detector.context_width)
@@ -209,6 +258,14 @@ def watermark(config, workdir) -> Result:
         metrics.update({f"nll/{label}": float(logs[ok].mean()), f"nll_ci_low/{label}": lo, f"nll_ci_high/{label}": hi,
                         f"nll_diff_vs_none/{label}": float(ldiff.mean()), f"nll_diff_ci_low/{label}": dlo,
                         f"nll_diff_ci_high/{label}": dhi})
+
+    # Quality without sampling noise: the expected NLL shift on the unwatermarked texts' contexts.
+    shifts = expected_nll_shift(model, params, prompts, gens[NONE], wms, key)
+    for label, values in shifts.items():
+        ok = np.isfinite(values)
+        lo, hi = bootstrap_ci(values[ok])
+        metrics.update({f"nll_shift/{label}": float(values[ok].mean()), f"nll_shift_ci_low/{label}": lo,
+                        f"nll_shift_ci_high/{label}": hi})
 
     # Detection: gamma = 0.5 fixed (the DiPmark score Phi; KGW's z is a monotone transform of it at fixed gamma).
     detector = detect.Detector(key, vocab, gammas=tuple(config.gammas))
