@@ -97,6 +97,7 @@ def test_bootstrap_ci_covers_the_true_alpha_in_at_least_90_percent_of_50_seeds()
         sents, _ = _sample(tables, p, q, 2000, 0.1, rng)
         est = E.bootstrap(E.log_ratio(tables, E.encode(tables, sents)), n_boot=1000, seed=seed)
         assert est.ci[0] <= est.mle <= est.ci[1]
+        assert abs(est.mle - E.mle(E.log_ratio(tables, E.encode(tables, sents)))) < 1e-6   # bisection
         hits += est.ci[0] <= 0.1 <= est.ci[1]
     assert hits >= 45, hits
 
