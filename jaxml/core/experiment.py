@@ -67,3 +67,33 @@ def run_parts(slug: str, parts, scale: str, configs_dir: str | pathlib.Path, wor
         notes.append(f"{part}: {result.notes}")
         results.append(result)
     return metrics, figures, notes, results
+
+
+def gather_parts(slug: str, config, configs_dir: str | pathlib.Path, workdir: str | pathlib.Path,
+                 headline_part: str | None = None) -> Result:
+    """A paper's `reproduce` experiment: `run_parts` over `config.parts` at `config.scale`, as one Result.
+
+    The headline is `<part>/<that part's headline>` for `headline_part` (the first part when it is
+    None or not among the parts); the status is 'differs' if any part differs, else 'measured'.
+    """
+    metrics, figures, notes, results = run_parts(slug, config.parts, config.scale, configs_dir, workdir)
+    parts = list(config.parts)
+    i = parts.index(headline_part) if headline_part in parts else 0
+    status = "differs" if any(r.status == "differs" for r in results) else "measured"
+    return Result(metrics=metrics, headline=f"{parts[i]}/{results[i].headline}", figures=figures, status=status,
+                  notes=" ".join(notes))
+
+
+def make_workdir(workdir: str | pathlib.Path) -> pathlib.Path:
+    """`workdir` as a Path, created (with its parents) if missing."""
+    path = pathlib.Path(workdir)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pyplot():
+    """matplotlib.pyplot on the non-interactive Agg backend (experiments write figure files)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt

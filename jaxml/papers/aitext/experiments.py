@@ -9,15 +9,9 @@ import pathlib
 import numpy as np
 
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result, run_parts
+from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
 from jaxml.papers.aitext import corpus, estimator
 from jaxml.papers.aitext import text as textlib
-
-
-def _workdir(workdir) -> pathlib.Path:
-    path = pathlib.Path(workdir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def make_llm(name: str, batch_size: int = 16):
@@ -31,10 +25,9 @@ def make_llm(name: str, batch_size: int = 16):
         import jax
         import jax.numpy as jnp
 
-        from jaxml.llm.tokenizer import tokenizer_from_gguf_metadata
         from jaxml.models import llama
 
-        tok = tokenizer_from_gguf_metadata(llama.gguf_metadata(llama.read_gguf(llama.smollm2_path())))
+        tok = llama.smollm2_tokenizer()
         config = llama.LlamaConfig(vocab_size=tok.vocab_size, hidden=32, layers=2, heads=2, kv_heads=1,
                                    mlp_hidden=64, max_len=2048)
         model = llama.Llama(config)
@@ -58,7 +51,7 @@ def requested_passages(config) -> list[corpus.Passage]:
 @registry.experiment("aitext/generate")
 def generate(config, workdir) -> Result:
     """Generates (or resumes) the AI corpus into `<workdir>/generated.jsonl`."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     passages = requested_passages(config)
     llm = make_llm(config.model, batch_size=config.batch)
     records = corpus.generate_ai(
@@ -126,7 +119,7 @@ def _balanced_threshold(human_scores, ai_scores) -> float:
 @registry.experiment("aitext/validate")
 def validate(config, workdir) -> Result:
     """Estimates alpha on validation sets mixed at known alpha, per split and vocabulary."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     rng = np.random.default_rng(config.seed)
     records = corpus.load_ai_records(config.generated)
     pools = corpus.human_passages(seed=config.split_seed)
@@ -229,10 +222,7 @@ def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
 
 
 def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.8), squeeze=False)
     for ax, split in zip(axes[0], splits):
         r = [x for x in rows if x["split"] == split]
@@ -261,7 +251,4 @@ def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
 @registry.experiment("aitext/reproduce")
 def reproduce(config, workdir) -> Result:
     """The validation at `config.scale` (the generation itself is `aitext/generate`, run separately)."""
-    metrics, figures, notes, results = run_parts("aitext", config.parts, config.scale,
-                                                 pathlib.Path(__file__).parent / "configs", workdir)
-    return Result(metrics=metrics, headline=f"validate/{results[0].headline}", figures=figures,
-                  status="measured", notes=" ".join(notes))
+    return gather_parts("aitext", config, pathlib.Path(__file__).parent / "configs", workdir)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.core import registry
-from jaxml.core.experiment import Result, run_parts
+from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
 from jaxml.papers.dipmark import data, detect, keys, reweight
 
 NONE = "none"
@@ -39,19 +39,6 @@ def experiment_key(seed: int = 42) -> bytes:
     """The private key of the experiments: 1024 random bits from `random.Random(seed)`, 128 bytes
     (as the official code's `random.getrandbits(1024)` after seeding with 42)."""
     return random.Random(seed).getrandbits(1024).to_bytes(128, "little")
-
-
-def _workdir(workdir) -> pathlib.Path:
-    path = pathlib.Path(workdir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def load_model(config):
@@ -223,7 +210,7 @@ def _score_at(detector: detect.Detector, positions: np.ndarray, rows: np.ndarray
 @registry.experiment("dipmark/watermark")
 def watermark(config, workdir) -> Result:
     """Perplexity, TPR at 1% FPR against length, and TPR under substitution, per watermark."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     key = experiment_key(config.key_seed)
     model, params, tok = load_model(config)
     vocab = model.config.vocab_size
@@ -339,7 +326,7 @@ def watermark(config, workdir) -> Result:
 
 
 def _plot_watermark(path, metrics, labels, config) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     marked = [lab for lab in labels if not _unmarked(lab)]
     for lab in marked:
@@ -456,8 +443,5 @@ def cost(config, workdir) -> Result:
 @registry.experiment("dipmark/reproduce")
 def reproduce(config, workdir) -> Result:
     """unbiased, watermark and cost at one scale."""
-    metrics, figures, notes, results = run_parts("dipmark", config.parts, config.scale,
-                                                 pathlib.Path(__file__).parent / "configs", workdir)
-    part, result = next(((p, r) for p, r in zip(config.parts, results) if p == "watermark"),
-                        (config.parts[0], results[0]))
-    return Result(metrics=metrics, headline=f"{part}/{result.headline}", figures=figures, notes=" ".join(notes))
+    return gather_parts("dipmark", config, pathlib.Path(__file__).parent / "configs", workdir,
+                        headline_part="watermark")

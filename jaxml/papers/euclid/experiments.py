@@ -9,7 +9,7 @@ import pathlib
 import time
 
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result, run_parts
+from jaxml.core.experiment import Result, gather_parts, make_workdir
 from jaxml.papers.euclid import autoformalize, book, checker, equivalence, syntax, system_e, variants
 
 # A proof of I.1 with a wrong step: c is not between a and b.
@@ -25,16 +25,10 @@ qed
 """
 
 
-def _workdir(workdir) -> pathlib.Path:
-    path = pathlib.Path(workdir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 @registry.experiment("euclid/book")
 def book_experiment(config, workdir) -> Result:
     """Parses Book I, checks every statement's hypotheses for satisfiability and every proof."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     t0 = time.perf_counter()
     book.book1.cache_clear()
     book.book1()
@@ -87,7 +81,7 @@ def book_experiment(config, workdir) -> Result:
 @registry.experiment("euclid/variants")
 def variants_experiment(config, workdir) -> Result:
     """The equivalence checker on the hand-made variants: accuracy per kind, solver time."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     sts = book.statements()
     vs = [v for v in variants.make_variants() if not config.names or v.ground in config.names]
     rows, metrics = [], {}
@@ -128,7 +122,7 @@ def _llm(config):
 @registry.experiment("euclid/autoformalize")
 def autoformalize_experiment(config, workdir) -> Result:
     """Few-shot autoformalization of Book I statements, scored with the equivalence checker."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     names = list(config.names) if config.names else None
     llm = _llm(config)
     report = autoformalize.run(llm, names, max_new_tokens=config.max_new_tokens, timeout_s=config.timeout_s)
@@ -148,7 +142,4 @@ def autoformalize_experiment(config, workdir) -> Result:
 @registry.experiment("euclid/reproduce")
 def reproduce(config, workdir) -> Result:
     """The Book I benchmark, the equivalence-checker variants and the autoformalization harness."""
-    metrics, figures, notes, results = run_parts("euclid", config.parts, config.scale,
-                                                 pathlib.Path(__file__).parent / "configs", workdir)
-    return Result(metrics=metrics, headline=f"{config.parts[0]}/{results[0].headline}", figures=figures,
-                  notes=" ".join(notes))
+    return gather_parts("euclid", config, pathlib.Path(__file__).parent / "configs", workdir)

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from jaxml.core import progress, registry
-from jaxml.core.experiment import Result, run_parts
+from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
 from jaxml.papers.pcm import abilities, baselines, data, mixture, sparse, spectral
 
 METHODS = ("spectral", "jmle", "mmle")
@@ -41,23 +41,10 @@ def timed(fn, *args):
     return out, time.perf_counter() - t0
 
 
-def _workdir(workdir) -> pathlib.Path:
-    path = pathlib.Path(workdir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 @registry.experiment("pcm/recovery")
 def recovery(config, workdir) -> Result:
     """Centred RMSE of thresholds and wall time vs number of users for each method (simulator)."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     rows, metrics = [], {}
     for n in config.ns:
         for method in config.methods:                              # compile on a throw-away same-shape problem
@@ -86,7 +73,7 @@ def recovery(config, workdir) -> Result:
             metrics[f"ratio_spectral_mmle_n{n}"] = metrics[f"rmse_spectral_n{n}"] / metrics[f"rmse_mmle_n{n}"]
             metrics[f"speedup_vs_mmle_n{n}"] = metrics[f"seconds_mmle_n{n}"] / metrics[f"seconds_spectral_n{n}"]
     (workdir / "recovery.json").write_text(json.dumps(rows, indent=1))
-    plt = _plt()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
     for method in config.methods:
         r = [row for row in rows if row["method"] == method]
@@ -120,7 +107,7 @@ def _time_spectral(x, n_levels, repeats):
 @registry.experiment("pcm/scaling")
 def scaling(config, workdir) -> Result:
     """Spectral run time vs n (users) and m (items), log-log slopes; MMLE/JMLE time vs n; a big fit."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     metrics, curves = {}, {}
     for method in config.methods_n:
         ts = []
@@ -174,7 +161,7 @@ def scaling(config, workdir) -> Result:
         metrics["sparse_rmse"] = spectral.centred_rmse(est, r.thresholds)
         progress.log(f"scaling sparse: {n} users x {m} items, {len(r.users)} ratings in {dt:.2f}s, "
                      f"rmse {metrics['sparse_rmse']:.4f}")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, (xs, ts) in curves.items():
         ax.plot(xs, ts, marker="o", label=f"{label}: slope {_slope(xs, ts):.2f}")
@@ -207,7 +194,7 @@ def heldout_scores(method: str, split: data.Split, n_levels: int, config=None) -
 @registry.experiment("pcm/real")
 def real(config, workdir) -> Result:
     """Held-out log-likelihood and MAE (one rating per user held out) on the psychotools data sets."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     metrics, lines = {}, ["| data | method | held-out log-lik | MAE | fit time [s] |", "|---|---|---|---|---|"]
     for name in config.datasets:
         d = data.load(name)
@@ -239,7 +226,7 @@ def real(config, workdir) -> Result:
 @registry.experiment("pcm/verbal_table")
 def verbal_table(config, workdir) -> Result:
     """VerbalAggression (316 x 24, 0-2) item thresholds: spectral next to MMLE and JMLE."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     d = data.load("verbal_aggression")
     est = {m: fit_thresholds(m, d.responses, d.n_levels, config) for m in METHODS}
     centred = {m: e - e.mean() for m, e in est.items()}
@@ -264,7 +251,7 @@ def verbal_table(config, workdir) -> Result:
 def mixture_recovery(config, workdir) -> Result:
     """Spectral EM on a simulated mixture (recovery, assignment accuracy, held-out users' log-likelihood
     for C = 1..max) and the number of components chosen on a real data set by held-out users."""
-    workdir = _workdir(workdir)
+    workdir = make_workdir(workdir)
     rng = np.random.default_rng(config.seed)
     truth = rng.normal(size=(config.true_components, config.n_items, config.n_levels))
     per = config.n_per_component
@@ -308,7 +295,5 @@ def mixture_recovery(config, workdir) -> Result:
 @registry.experiment("pcm/reproduce")
 def reproduce(config, workdir) -> Result:
     """Recovery, scaling, real data and the VerbalAggression table at one scale."""
-    metrics, figures, notes, results = run_parts("pcm", config.parts, config.scale,
-                                                 pathlib.Path(__file__).parent / "configs", workdir)
-    headline = f"{config.parts[0]}/{results[0].headline}"   # recovery: spectral RMSE at the largest n
-    return Result(metrics=metrics, headline=headline, figures=figures, notes=" ".join(notes))
+    # Headline: the first part's (recovery: spectral RMSE at the largest n).
+    return gather_parts("pcm", config, pathlib.Path(__file__).parent / "configs", workdir)
