@@ -61,11 +61,10 @@ def parse_key(text: str) -> bytes:
 
 def smollm2_tokenizer():
     """`(tokenizer, vocab_size)` of SmolLM2-135M-Instruct from the GGUF metadata (no weights loaded)."""
-    from jaxml.llm.tokenizer import tokenizer_from_gguf_metadata
     from jaxml.models import llama
 
-    meta = llama.gguf_metadata(llama.read_gguf(llama.smollm2_path()))
-    return tokenizer_from_gguf_metadata(meta), llama.LlamaConfig.from_gguf_metadata(meta).vocab_size
+    tokenizer = llama.smollm2_tokenizer()
+    return tokenizer, tokenizer.vocab_size   # 49,152: the same as the model's embedding rows
 
 
 def detect_text(text: str, key: bytes, tokenizer, vocab_size: int, *, gamma: str = "0.5", method: str = "dipmark",

