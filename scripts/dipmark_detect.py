@@ -117,7 +117,7 @@ def main(argv):
         if _TOKENIZER_JSON.value:
             import tokenizers
 
-            from jaxml.llm.tokenizer import Tokenizer
+            from jaxml.models.tokenizer import Tokenizer
             if not _VOCAB.value:
                 raise ValueError("--vocab_size is required with --tokenizer_json")
             backend = tokenizers.Tokenizer.from_file(_TOKENIZER_JSON.value)

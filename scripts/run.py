@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs one registered experiment or training config. The only file in jaxml that defines flags.
 
-    python scripts/run.py --config=jaxml/core/examples/configs/fashion_mnist_cnn.py:tiny \
+    python scripts/run.py --config=jaxml/examples/configs/fashion_mnist_cnn.py:tiny \
         --workdir=/tmp/fmnist [--config.batch_size=64] [--jax_distributed]
     python scripts/run.py --list
 

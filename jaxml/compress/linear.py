@@ -22,7 +22,18 @@ from jaxml.nn.attention import MASK_VALUE
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 
 
-def _quantized_linear(x, kernel, bias, lowrank=None, *, act: QuantFormat):
+def quantized_linear(x, kernel, bias=None, lowrank=None, *, act: QuantFormat):
+    """LQER's compute pattern `Q(X) W [+ Q(Q(Q(X) A) B)] + bias`, the specification of the kernel.
+
+    Args:
+      x: activations [..., in]; quantized along the last axis by `act`.
+      kernel: the (already quantized-dequantized) weight [in, out].
+      bias: [out] or None.
+      lowrank: `(A [in, k], B [k, out])` or None.
+      act: the activation format (`jaxml.compress.quantizers.NONE` for no quantization).
+    Returns:
+      [..., out].
+    """
     xq = act(x, axis=-1)
     y = xq @ kernel
     if lowrank is not None:
@@ -48,7 +59,7 @@ def _quantized_attention(q, k, v, mask=None, *, act: QuantFormat):
 @functools.lru_cache(maxsize=None)
 def quantized_ops(act: QuantFormat = NONE, attention: bool = True, base: Ops = DEFAULT_OPS) -> Ops:
     """Ops whose linear layers (and, with `attention`, attention matmuls) quantize activations."""
-    ops = dataclasses.replace(base, linear=functools.partial(_quantized_linear, act=act))
+    ops = dataclasses.replace(base, linear=functools.partial(quantized_linear, act=act))
     if attention and act.kind != "none":
         ops = dataclasses.replace(ops, attention=functools.partial(_quantized_attention, act=act))
     return ops

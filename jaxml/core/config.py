@@ -66,6 +66,48 @@ def scale_of(arg: ConfigDict) -> str:
     return "tiny" if tiny else "quick" if quick else "full"
 
 
+def experiment_config(experiment: str, arg: str | None, **spec: Any) -> tuple[ConfigDict, str]:
+    """The start of every experiment config: `(config, scale)` from an arg like `"quick,seed=3"`.
+
+    The arg takes the flags `tiny` and `quick`, `seed` (default 0) and the keys of `spec` with
+    their defaults; the returned ConfigDict holds `experiment`, `seed` and those keys, so a config
+    file reads
+
+        def get_config(arg=None):
+            c, scale = experiment_config("pcm/recovery", arg)
+            c.trials = by_scale(scale, tiny=2, quick=5, full=20)
+            return c
+    """
+    spec = {"seed": 0, **spec}
+    parsed = parse_arg(arg, tiny=False, quick=False, **spec)
+    c = ConfigDict()
+    c.experiment = experiment
+    for key in spec:
+        c[key] = parsed[key]
+    return c, scale_of(parsed)
+
+
+def by_scale(scale: str, *, tiny: Any, quick: Any, full: Any) -> Any:
+    """The value for `scale` ('tiny', 'quick' or 'full')."""
+    if scale not in SCALES:
+        raise ValueError(f"scale {scale!r}; accepted: {SCALES}")
+    return {"tiny": tiny, "quick": quick, "full": full}[scale]
+
+
+def reproduce_config(slug: str, arg: str | None, *, tiny: Sequence[str], quick: Sequence[str],
+                     full: Sequence[str], **spec: Any) -> ConfigDict:
+    """The config of `<slug>/reproduce`: `experiment`, `scale` and the `parts` run at that scale
+    (each `"<name>"` or `"<name>:<arg>"`, see `jaxml.core.experiment.run_parts`), plus `spec` keys."""
+    parsed = parse_arg(arg, tiny=False, quick=False, **spec)
+    c = ConfigDict()
+    c.experiment = f"{slug}/reproduce"
+    c.scale = scale_of(parsed)
+    c.parts = tuple(by_scale(c.scale, tiny=tuple(tiny), quick=tuple(quick), full=tuple(full)))
+    for key in spec:
+        c[key] = parsed[key]
+    return c
+
+
 def _convert(text: str, default: Any, *, where: str) -> Any:
     """Converts `text` to the type of `default` (bool, int, float, str, tuple/list via literal)."""
     if default is None:

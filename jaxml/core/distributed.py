@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from jaxml.core import progress
+from jaxml import progress
 
 
 def initialize(enabled: bool) -> None:

@@ -7,7 +7,7 @@ A paper package `jaxml/papers/<slug>/` registers its experiments when it is impo
 
 The lookup `get_experiment("pcdeq/train")` imports `jaxml.papers.pcdeq` on first use, so adding a
 paper edits no central table. The shared examples (the Fashion-MNIST baseline) live under the
-slug `examples` in `jaxml.core.examples`. By convention the config of experiment `<slug>/<name>`
+slug `examples` in `jaxml.examples`. By convention the config of experiment `<slug>/<name>`
 is the file `configs/<name>.py` of the same package (`config_path` returns it).
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*/[a-z][a-z0-9_]*$")
 
-# Slugs that are not papers: shared examples that live in the core.
-_BUILTIN_PACKAGES = {"examples": "jaxml.core.examples"}
+# Slugs that are not papers: the shared end-to-end examples (jaxml/examples).
+_BUILTIN_PACKAGES = {"examples": "jaxml.examples"}
 _PAPERS_PACKAGE = "jaxml.papers"
 
 

@@ -26,7 +26,8 @@ import numpy as np
 import optax
 
 from jaxml.core import checkpoint as checkpoint_lib
-from jaxml.core import distributed, mesh as mesh_lib, progress, registry
+from jaxml import progress
+from jaxml.core import distributed, mesh as mesh_lib, registry
 from jaxml.core.metrics import MetricWriter
 from jaxml.core.optim import make_optimizer
 from jaxml.core.task import check_task, is_stateful

@@ -34,7 +34,7 @@ from typing import Literal
 
 import filelock
 
-from jaxml.core import progress
+from jaxml import progress
 
 DEBIAN_MIRROR = os.environ.get("JAXML_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxml.llm import generate as generate_lib
 from jaxml.llm.base import SamplingOptions, check_texts, cut_at_stop
-from jaxml.llm.tokenizer import Tokenizer
+from jaxml.models.tokenizer import Tokenizer
 from jaxml.models.llama import Llama
 
 

@@ -29,7 +29,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxml.compress.linear import _quantized_linear
+from jaxml.compress.linear import quantized_linear
 from jaxml.compress.quantizers import QuantFormat
 from kernels.common import interpret_default, resolve_implementation
 from kernels.lqer_matmul import pallas
@@ -179,7 +179,7 @@ def _linear(x, kernel, bias, lowrank=None, *, implementation, x_format, kwargs):
         a, b = (None, None) if lowrank is None else lowrank
         return lqer_matmul(x, kernel, a, b, bias, x_format=x_format, implementation=implementation,
                            **dict(kwargs))
-    return _quantized_linear(x, kernel, bias, lowrank, act=x_format)
+    return quantized_linear(x, kernel, bias, lowrank, act=x_format)
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,7 @@ mantissa 0). `unpack(pack(W))` equals `mxint(W, width, block, axis=0)` exactly.
 `Q_x` (default MXINT8, blocks of 16 along the last axis) quantizes the activations, the rank-r
 intermediate X A and the low-rank product (X A) B; A [K, r] and B [r, N] are used as given (LQER
 stores them already quantized, e.g. MXINT8). The computation is `jaxml.compress.linear.
-_quantized_linear(x, unpack(w), bias, (a, b), act=x_format)`, in float32, cast to x's dtype.
+quantized_linear(x, unpack(w), bias, (a, b), act=x_format)`, in float32, cast to x's dtype.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 
 from jaxml.core import registry
 from jaxml.core.config import load_config
-from jaxml.core.experiment import Result
+from jaxml.core.experiment import VERDICTS, Claim, Result
 
 EXPERIMENTS = registry.list_experiments()
 
@@ -22,6 +22,9 @@ def test_tiny_config_runs_and_reports_finite_metrics(name, tmp_path, devices8):
     assert result.headline in result.metrics
     for figure in result.figures:
         assert pathlib.Path(figure).stat().st_size > 0
+    assert len(result.figures) == len(set(result.figures)), result.figures
+    if name.endswith("/reproduce"):   # the report's row: at least the paper's headline claim, with a verdict
+        assert result.claims and all(isinstance(c, Claim) and c.verdict in VERDICTS for c in result.claims)
 
 
 def test_baseline_tiny_learns_beyond_chance(tmp_path, devices8):

@@ -12,13 +12,13 @@ def test_lookup_imports_the_package_lazily():
     code = textwrap.dedent("""
         import sys
         from jaxml.core import registry
-        assert "jaxml.core.examples" not in sys.modules
+        assert "jaxml.examples" not in sys.modules
         fn = registry.get_experiment("examples/fashion_mnist_cnn")
-        assert "jaxml.core.examples.fashion_mnist" in sys.modules
+        assert "jaxml.examples.fashion_mnist" in sys.modules
         print(fn.__module__)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "jaxml.core.examples.fashion_mnist"
+    assert out.stdout.strip() == "jaxml.examples.fashion_mnist"
 
 
 def test_list_experiments_includes_the_baseline_and_its_config():

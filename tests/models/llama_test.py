@@ -102,7 +102,7 @@ def test_float64_logits_match_the_reference_to_1e6(reference):
     with jax.enable_x64(True):
         config, params, meta = llama.load_gguf(llama.smollm2_path(), dtype=np.float64)
         model = llama.Llama(config, dtype=jnp.float64)
-        from jaxml.llm.tokenizer import tokenizer_from_gguf_metadata
+        from jaxml.models.tokenizer import tokenizer_from_gguf_metadata
         tok = tokenizer_from_gguf_metadata(meta)
         for prompt in PROMPTS:
             ids = tok.encode(prompt)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxml.core import progress
+from jaxml import progress
 from jaxml.data import text as corpora
 from jaxml.papers.aitext import text as textlib
 

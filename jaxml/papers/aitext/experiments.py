@@ -8,7 +8,8 @@ import pathlib
 
 import numpy as np
 
-from jaxml.core import progress, registry
+from jaxml import progress
+from jaxml.core import registry
 from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
 from jaxml.papers.aitext import corpus, estimator
 from jaxml.papers.aitext import text as textlib
@@ -65,7 +66,7 @@ def generate(config, workdir) -> Result:
     metrics = {"passages": float(len(texts)), "sentences": float(len(sents)),
                "mean_words_per_text": sum(len(t.split()) for t in texts) / max(len(texts), 1)}
     progress.log(f"aitext/generate: {metrics}")
-    return Result(metrics=metrics, headline="sentences", status="measured",
+    return Result(metrics=metrics, headline="sentences",
                   notes=f"{config.model} two-stage rewrites (outline, then expansion); cache {workdir / 'generated.jsonl'}")
 
 
@@ -193,7 +194,7 @@ def validate(config, workdir) -> Result:
     figures = [str(_plot(rows, splits, tuple(tables), scores is not None, workdir / "validation.png"))]
     (workdir / "summary.md").write_text(_summary_table(rows, splits, tuple(tables), scores is not None))
     first = config.vocabularies[0]
-    return Result(metrics=metrics, headline=f"{splits[0]}/{first}/mae_mle", figures=figures, status="measured",
+    return Result(metrics=metrics, headline=f"{splits[0]}/{first}/mae_mle", figures=figures,
                   notes=(f"validation sets of {sorted(set(set_size.values()))} sentences x {config.trials} trials per alpha; AI text: "
                          f"SmolLM2-135M-Instruct two-stage rewrites ({config.generated}); human: Austen (in-distribution), "
                          "Persuasion (held-out novel), KJV (other genre)"))

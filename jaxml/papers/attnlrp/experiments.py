@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.core import registry
-from jaxml.core.experiment import Result
+from jaxml.core.experiment import Result, gather_parts
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 from jaxml.papers.attnlrp import baselines, data, explain, faithfulness, heatmap
 
@@ -164,7 +164,6 @@ def faithfulness_llm(config, workdir) -> Result:
     not_beaten = [m for m in required if m not in beaten]
     return Result(
         metrics=metrics, headline="abc_attnlrp", figures=figures,
-        status="measured" if not not_beaten else "differs",
         notes=(f"{n} held-out prefixes ({', '.join(config.corpora)} test documents), {config.length} tokens at most, "
                f"explaining SmolLM2-135M-Instruct's greedy next token; input embeddings zeroed in "
                f"{config.steps} steps{' (the first token of each prefix never zeroed)' if config.protect_first else ''}; "
@@ -211,7 +210,7 @@ def cost(config, workdir) -> Result:
     return Result(
         metrics={"attnlrp_over_forward_backward": t_lrp / t_fb, "ig_over_attnlrp": t_ig / t_lrp,
                  "seconds_forward_backward": t_fb, "seconds_attnlrp": t_lrp, "seconds_ig": t_ig},
-        headline="attnlrp_over_forward_backward", status="measured",
+        headline="attnlrp_over_forward_backward",
         notes=(f"SmolLM2-135M, batch {config.batch_size} x {config.length} tokens, median of {config.repeats} "
                f"runs on {jax.devices()[0].platform}; IG with {config.ig_steps} steps ({config.ig_chunk} per call)."))
 
@@ -295,7 +294,7 @@ def faithfulness_minilm(config, workdir) -> Result:
     metrics["num_examples"] = float(config.num_examples)
     figures = [_plot_curves(workdir / "minilm_perturbation_curves.png", merged, "MiniLM similarity", "10 x cosine"),
                str(heatmap.write_html(workdir / "minilm_heatmaps.html", heat, "AttnLRP for MiniLM sentence similarity"))]
-    return Result(metrics=metrics, headline="abc_attnlrp", figures=figures, status="measured",
+    return Result(metrics=metrics, headline="abc_attnlrp", figures=figures,
                   notes=(f"{config.num_examples} consecutive sentence pairs from the held-out Austen novel; target "
                          "10 x cosine similarity of all-MiniLM-L6-v2 embeddings; word embeddings of the first "
                          "sentence zeroed MoRF/LeRF."))
@@ -312,7 +311,6 @@ def faithfulness_vit(config, workdir) -> Result:
     """
     from jaxml.core.classification import to_float_images
     from jaxml.core.config import load_config
-    from jaxml.core.examples.vit import make_task
     from jaxml.core.train import train_and_evaluate
     from jaxml.data import fashion_mnist
 
@@ -321,7 +319,7 @@ def faithfulness_vit(config, workdir) -> Result:
     vit_config_path = pathlib.Path(registry.config_path("examples/fashion_mnist_vit"))
     arg = "" if config.vit_scale == "full" else config.vit_scale
     vit_config = load_config(f"{vit_config_path}:{arg}" if arg else str(vit_config_path))
-    task = make_task(vit_config)
+    task = registry.get_task(vit_config.task)(vit_config)   # by name: the shared ViT test bed
     outcome = train_and_evaluate(vit_config, config.vit_workdir or workdir / "vit", task=task)
     params = jax.device_get(outcome.state.params)
     model = task.model
@@ -366,7 +364,7 @@ def faithfulness_vit(config, workdir) -> Result:
     figures = [_plot_curves(workdir / "vit_perturbation_curves.png", merged, "Fashion-MNIST ViT", "target logit"),
                str(heatmap.pixels_png(workdir / "vit_pixel_heatmaps.png", *pixel_maps))]
     return Result(metrics=metrics, headline="abc_attnlrp_gamma" if "attnlrp_gamma" in abc else "abc_attnlrp",
-                  figures=figures, status="measured",
+                  figures=figures,
                   notes=(f"{config.num_examples} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, "
                          f"test accuracy {outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
                          f"MoRF/LeRF in {config.steps} steps; gamma = {config.gamma} on every linear layer for "
@@ -375,27 +373,8 @@ def faithfulness_vit(config, workdir) -> Result:
 
 # --- Everything at one scale ----------------------------------------------------------------------
 
-REPRODUCE_PARTS = ("faithfulness_llm", "faithfulness_minilm", "faithfulness_vit", "cost")
-
-
 @registry.experiment("attnlrp/reproduce")
 def reproduce(config, workdir) -> Result:
     """Runs the parts named in `config.parts` at `config.scale` and merges their metrics (`<part>/<name>`)."""
-    from jaxml.core.config import load_config
-
-    workdir = pathlib.Path(workdir)
-    metrics, figures, notes, statuses = {}, [], [], []
-    configs = pathlib.Path(__file__).parent / "configs"
-    for part in config.parts:
-        if part not in REPRODUCE_PARTS:
-            raise ValueError(f"unknown part {part!r}; accepted: {REPRODUCE_PARTS}")
-        arg = "" if config.scale == "full" else config.scale
-        sub = load_config(f"{configs / (part + '.py')}:{arg}" if arg else str(configs / f"{part}.py"))
-        result = registry.get_experiment(f"attnlrp/{part}")(sub, workdir / part)
-        metrics.update({f"{part}/{k}": v for k, v in result.metrics.items()})
-        figures += result.figures
-        notes.append(f"{part}: {result.notes}")
-        statuses.append(result.status)
-    headline = "faithfulness_llm/abc_attnlrp" if "faithfulness_llm" in config.parts else next(iter(metrics))
-    return Result(metrics=metrics, headline=headline, figures=figures,
-                  status="differs" if "differs" in statuses else "measured", notes=" ".join(notes))
+    return gather_parts("attnlrp", config, pathlib.Path(__file__).parent / "configs", workdir,
+                        headline_part="faithfulness_llm")

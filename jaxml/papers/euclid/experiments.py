@@ -8,7 +8,8 @@ import json
 import pathlib
 import time
 
-from jaxml.core import progress, registry
+from jaxml import progress
+from jaxml.core import registry
 from jaxml.core.experiment import Result, gather_parts, make_workdir
 from jaxml.papers.euclid import autoformalize, book, checker, equivalence, syntax, system_e, variants
 

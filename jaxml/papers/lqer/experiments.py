@@ -18,8 +18,9 @@ import numpy as np
 
 from jaxml.compress import calibration
 from jaxml.compress.linear import quantized_ops
-from jaxml.core import progress, registry
-from jaxml.core.experiment import Result, run_parts
+from jaxml import progress
+from jaxml.core import registry
+from jaxml.core.experiment import Result, gather_parts
 from jaxml.data import text
 from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer.lqer import activation_scale
@@ -105,7 +106,6 @@ def perplexity_table(config, workdir) -> Result:
     figure = _plot_table(workdir / "lqer_perplexity.png", rows)
     headline = f"ppl_l2qer_w{config.bits[0]}" if f"ppl_l2qer_w{config.bits[0]}" in metrics else next(iter(metrics))
     return Result(metrics=metrics, headline=headline, figures=[str(figure)],
-                  status="measured" if all(metrics.get(f"paper_order_holds_w{b}", 1.0) for b in config.bits) else "differs",
                   notes=(f"SmolLM2-135M (dequantized Q4_1 GGUF as FP), perplexity on {len(tokens)} tokens of the held-out "
                          f"Austen novel (context {config.context}, stride {config.stride}); calibration "
                          f"{config.calib_sequences} x {config.calib_length} Shakespeare tokens; rank {config.rank}. "
@@ -133,7 +133,6 @@ def rank_sweep(config, workdir) -> Result:
     figure = _plot_sweep(workdir / "lqer_rank_sweep.png", rows, config.w_bits)
     best = max(config.ranks)
     return Result(metrics=metrics, headline=f"ppl_{config.methods[-1]}_k{best}", figures=[str(figure)],
-                  status="measured",
                   notes=f"W{config.w_bits}A8 on {len(tokens)} held-out tokens; ranks {tuple(config.ranks)}.")
 
 
@@ -159,7 +158,7 @@ def spectrum(config, workdir) -> Result:
             metrics[f"energy_top{config.k}_{label}_{name}"] = float(energy[config.k - 1])
     figure = _plot_spectra(workdir / "lqer_spectrum.png", curves, config.w_bits)
     first = config.layers[0]
-    return Result(metrics=metrics, headline=f"energy_top{config.k}_SE_{first}", figures=[str(figure)], status="measured",
+    return Result(metrics=metrics, headline=f"energy_top{config.k}_SE_{first}", figures=[str(figure)],
                   notes=(f"Share of the squared Frobenius norm in the top {config.k} singular values, of E and of "
                          f"diag(s) E, MXINT{config.w_bits} weights; calibration {config.calib_sequences} x "
                          f"{config.calib_length} Shakespeare tokens."))
@@ -222,8 +221,5 @@ def _plot_spectra(path, curves, bits):
 @registry.experiment("lqer/reproduce")
 def reproduce(config, workdir) -> Result:
     """The perplexity table, the rank sweep and the spectra at one scale."""
-    metrics, figures, notes, results = run_parts("lqer", config.parts, config.scale,
-                                                 pathlib.Path(__file__).parent / "configs", workdir)
-    status = "differs" if any(r.status == "differs" for r in results) else "measured"
-    headline = next((k for k in metrics if k.startswith("perplexity/ppl_l2qer")), next(iter(metrics)))
-    return Result(metrics=metrics, headline=headline, figures=figures, status=status, notes=" ".join(notes))
+    return gather_parts("lqer", config, pathlib.Path(__file__).parent / "configs", workdir,
+                        headline_part="perplexity")

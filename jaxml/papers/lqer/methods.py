@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxml.compress import calibration
 from jaxml.compress.quantizers import NONE, QuantFormat, integer, mxint
-from jaxml.core import progress
+from jaxml import progress
 from jaxml.papers.lqer.lqer import MXINT8, activation_scale, average_bits, decompose
 
 METHODS = ("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer")

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.core import progress, registry
+from jaxml import progress
+from jaxml.core import registry
 from jaxml.core.experiment import Result
 from jaxml.core.mesh import num_params
 from jaxml.core.metrics import read_metrics
@@ -190,7 +191,7 @@ def train(config, workdir) -> Result:
             {n: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in a.items()} for n, a in analysis.items()},
             default=float))
     (workdir / "epochs.json").write_text(json.dumps(rows, indent=1, default=float))
-    return Result(metrics=metrics, headline="test_accuracy", figures=figures, status="measured",
+    return Result(metrics=metrics, headline="test_accuracy", figures=figures,
                   notes="; ".join(notes))
 
 
@@ -249,7 +250,7 @@ def gradcheck(config, workdir) -> Result:
     worst = max(v for k, v in metrics.items() if "unrolled" in k)
     metrics["max_unrolled_rel_err"] = worst
     metrics["max_finite_difference_rel_err"] = max(v for k, v in metrics.items() if "finite" in k)
-    return Result(metrics=metrics, headline="max_unrolled_rel_err", status="measured",
+    return Result(metrics=metrics, headline="max_unrolled_rel_err",
                   notes="float32 implicit vs 400 unrolled steps; float64 central differences, eps 1e-5.")
 
 
@@ -274,7 +275,7 @@ def reproduce(config, workdir) -> Result:
         metrics.update({f"gradcheck/{k}": v for k, v in gc.metrics.items()})
     (workdir / "table.md").write_text(table_markdown(rows))
     headline = next(k for k in metrics if k.endswith("/test_accuracy"))
-    return Result(metrics=metrics, headline=headline, figures=figures, status="measured",
+    return Result(metrics=metrics, headline=headline, figures=figures,
                   notes=f"Fashion-MNIST, scale {config.scale}; table in {workdir / 'table.md'}.")
 
 

@@ -16,7 +16,8 @@ import time
 import jax
 import numpy as np
 
-from jaxml.core import progress, registry
+from jaxml import progress
+from jaxml.core import registry
 from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
 from jaxml.papers.pcm import abilities, baselines, data, mixture, sparse, spectral
 

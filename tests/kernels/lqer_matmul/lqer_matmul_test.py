@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxml.compress.linear import _quantized_linear, quantized_ops
+from jaxml.compress.linear import quantized_linear, quantized_ops
 from jaxml.compress.quantizers import QuantFormat, mxint
 from jaxml.models.llama import Llama, LlamaConfig
 from kernels.lqer_matmul import (DEFAULT_X_FORMAT, BlockSizes, PackedMXINT, as_linear_op, lqer_matmul,
@@ -66,7 +66,7 @@ class Case:
 _pack = jax.jit(pack, static_argnames=("width", "block"))
 _mxint = jax.jit(mxint, static_argnums=(1, 2, 3))
 _unpack = jax.jit(unpack)
-_quantized_linear_jit = jax.jit(_quantized_linear, static_argnames="act")
+_quantized_linear_jit = jax.jit(quantized_linear, static_argnames="act")
 
 
 def _ints(rng, shape):
@@ -195,7 +195,7 @@ def test_in_kernel_quantizer_equals_library_mxint():
     np.testing.assert_array_equal(jax.jit(lqer_pallas.exp2_int)(e), jax.jit(lambda e: 2.0 ** e)(e))
 
 
-def test_xla_implementation_is_the_quantized_linear_of_jaxml_compress():
+def test_xla_implementation_is_thequantized_linear_of_jaxml_compress():
     case = Case(m=7, k=96, n=80, rank=8, bias=True, data="normal")
     x, w, a, b, bias = _inputs(case)
     out = lqer_matmul(x, w, a, b, bias, implementation="xla")

@@ -6,15 +6,11 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/aitext/configs/reproduce.py:quick --workdir=/tmp/aitext_reproduce
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import reproduce_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    c = ml_collections.ConfigDict()
-    c.experiment = "aitext/reproduce"
-    c.scale = scale_of(arg)
-    c.parts = ("validate",)
-    return c
+def get_config(arg=None):
+    return reproduce_config("aitext", arg,
+                            tiny=('validate',),
+                            quick=('validate',),
+                            full=('validate',))

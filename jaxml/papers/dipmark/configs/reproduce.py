@@ -5,17 +5,11 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/dipmark/configs/reproduce.py:quick --workdir=/tmp/dipmark_reproduce
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import reproduce_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    c = ml_collections.ConfigDict()
-    c.experiment = "dipmark/reproduce"
-    c.scale = scale_of(arg)
-    c.parts = ("unbiased", "watermark", "cost")
-    if c.scale == "tiny":   # cost's tiny config already runs on its own in the test suite
-        c.parts = ("unbiased", "watermark")
-    return c
+def get_config(arg=None):
+    return reproduce_config("dipmark", arg,
+                            tiny=('unbiased', 'watermark'),
+                            quick=('unbiased', 'watermark', 'cost'),
+                            full=('unbiased', 'watermark', 'cost'))

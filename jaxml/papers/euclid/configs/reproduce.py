@@ -7,15 +7,11 @@ Runbook:
 Quick: ~3 min on a shared 2-core CPU (Book I proofs ~70 s, SmolLM2 on 8 propositions ~75 s).
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import reproduce_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    c = ml_collections.ConfigDict()
-    c.experiment = "euclid/reproduce"
-    c.scale = scale_of(arg)
-    c.parts = ("book", "variants", "autoformalize")
-    return c
+def get_config(arg=None):
+    return reproduce_config("euclid", arg,
+                            tiny=('book', 'variants', 'autoformalize'),
+                            quick=('book', 'variants', 'autoformalize'),
+                            full=('book', 'variants', 'autoformalize'))

@@ -6,16 +6,10 @@ Variants: `:tiny` (160 tokens, FP and L2QER on two layers), `:quick` (1,536 toke
 default (two chapters, every method at W4 and W3). Numbers: jaxml/papers/lqer/README.md.
 """
 
-import importlib.util
-import pathlib
-
 import ml_collections
 
 from jaxml.core.config import parse_arg, scale_of
-
-_spec = importlib.util.spec_from_file_location("_lqer_common", pathlib.Path(__file__).with_name("common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+from jaxml.papers.lqer.configs import common
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:

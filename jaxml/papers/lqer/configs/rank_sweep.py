@@ -5,16 +5,10 @@ Runbook:
 Variants: `:tiny`, `:quick` (L2QER only), default (LQER and L2QER, k = 0, 8, 16, 32, 64 at W3).
 """
 
-import importlib.util
-import pathlib
-
 import ml_collections
 
 from jaxml.core.config import parse_arg, scale_of
-
-_spec = importlib.util.spec_from_file_location("_lqer_common", pathlib.Path(__file__).with_name("common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+from jaxml.papers.lqer.configs import common
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:

@@ -4,17 +4,11 @@ Runbook:
     python scripts/reproduce.py --papers=lqer --scale=quick
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import reproduce_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    c = ml_collections.ConfigDict()
-    c.experiment = "lqer/reproduce"
-    c.scale = scale_of(arg)
-    c.parts = ("perplexity", "spectrum", "rank_sweep")
-    if c.scale == "tiny":
-        c.parts = ("spectrum",)
-    return c
+def get_config(arg=None):
+    return reproduce_config("lqer", arg,
+                            tiny=('spectrum',),
+                            quick=('perplexity', 'spectrum', 'rank_sweep'),
+                            full=('perplexity', 'spectrum', 'rank_sweep'))

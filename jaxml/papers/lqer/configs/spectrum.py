@@ -4,16 +4,10 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/lqer/configs/spectrum.py --workdir=/tmp/lqer_spectrum
 """
 
-import importlib.util
-import pathlib
-
 import ml_collections
 
 from jaxml.core.config import parse_arg, scale_of
-
-_spec = importlib.util.spec_from_file_location("_lqer_common", pathlib.Path(__file__).with_name("common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+from jaxml.papers.lqer.configs import common
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:

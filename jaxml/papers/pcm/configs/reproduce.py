@@ -5,17 +5,11 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/pcm/configs/reproduce.py:quick --workdir=/tmp/pcm_reproduce
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import reproduce_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    c = ml_collections.ConfigDict()
-    c.experiment = "pcm/reproduce"
-    c.scale = scale_of(arg)
-    c.parts = ("recovery", "scaling", "real", "verbal_table", "mixture")
-    if c.scale == "tiny":
-        c.parts = ("recovery", "verbal_table")
-    return c
+def get_config(arg=None):
+    return reproduce_config("pcm", arg,
+                            tiny=('recovery', 'verbal_table'),
+                            quick=('recovery', 'scaling', 'real', 'verbal_table', 'mixture'),
+                            full=('recovery', 'scaling', 'real', 'verbal_table', 'mixture'))

@@ -1,7 +1,7 @@
 """Fashion-MNIST Vision Transformer (experiment `examples/fashion_mnist_vit`), the AttnLRP test bed.
 
 Runbook:
-    python scripts/run.py --config=jaxml/core/examples/configs/fashion_mnist_vit.py --workdir=/tmp/vit_full
+    python scripts/run.py --config=jaxml/examples/configs/fashion_mnist_vit.py --workdir=/tmp/vit_full
 Variants: `:tiny` (seconds; 512 examples, 20 steps, a 2-layer ViT of width 32 on 7x7 patches),
 `:quick` (2 epochs of the full model), default (full: 8 epochs).
 The model: 4x4 patches (49 tokens + a class token), width 64, 4 pre-norm blocks of 4 heads, MLP 128,

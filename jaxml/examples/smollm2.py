@@ -38,7 +38,6 @@ def smollm2_perplexity(config, workdir) -> Result:
         metrics={"nll_nats_per_token": out["nll"], "perplexity": out["perplexity"],
                  "tokens": float(out["tokens"]), "seconds": seconds},
         headline="nll_nats_per_token",
-        status="measured",
         notes=(f"{doc.doc_id} chapter {config.chapter + 1} ({config.split} split of the {config.corpus} "
                f"novels), {out['tokens']} tokens scored; windows of {config.context} tokens every "
                f"{config.stride} (each token sees >= {config.context - config.stride} tokens of context "

@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct perplexity on a held-out Austen chapter (experiment `examples/smollm2_perplexity`).
 
 Runbook:
-    python scripts/run.py --config=jaxml/core/examples/configs/smollm2_perplexity.py --workdir=/tmp/ppl
+    python scripts/run.py --config=jaxml/examples/configs/smollm2_perplexity.py --workdir=/tmp/ppl
 Variants: `:tiny` (first 300 tokens, windows of 128 every 64), default (the whole chapter,
 windows of 512 every 256). Measured numbers: see the README's table.
 """

@@ -38,7 +38,6 @@ def fashion_mnist_cnn(config, workdir) -> Result:
                  "train_time_s": outcome.metrics["train_time_s"]},
         headline="test_accuracy",
         figures=[str(figure)],
-        status="baseline",
         notes=(f"{int(outcome.state.step)} steps of batch {config.batch_size} on "
                f"{len(task.train_data())} training images; CNN features "
                f"{tuple(config.model.features)}, hidden {config.model.hidden}; training-loop wall time "

@@ -1,7 +1,7 @@
 """Fashion-MNIST CNN baseline (experiment `examples/fashion_mnist_cnn`).
 
 Runbook:
-    python scripts/run.py --config=jaxml/core/examples/configs/fashion_mnist_cnn.py --workdir=/tmp/fmnist
+    python scripts/run.py --config=jaxml/examples/configs/fashion_mnist_cnn.py --workdir=/tmp/fmnist
 Variants: `:tiny` (seconds; 512 examples, 20 steps), `:quick` (2 epochs), default (full, 6 epochs).
 Measured on 2 CPU cores (jax 0.10.2, 2026-11-30): full 0.9275 test accuracy, 3m50s wall (loop 225 s,
 12.5 steps/s); quick 0.9010 in 74 s of training; tiny 0.389 in about 6 s. No paper number: this is

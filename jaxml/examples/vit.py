@@ -15,7 +15,7 @@ import pathlib
 
 from jaxml.core import registry
 from jaxml.core.classification import ClassificationTask
-from jaxml.core.examples.fashion_mnist import plot_training_curves
+from jaxml.examples.fashion_mnist import plot_training_curves
 from jaxml.core.experiment import Result
 from jaxml.core.train import train_and_evaluate
 from jaxml.data import fashion_mnist, pipeline
@@ -50,7 +50,6 @@ def fashion_mnist_vit(config, workdir) -> Result:
                  "train_time_s": outcome.metrics["train_time_s"]},
         headline="test_accuracy",
         figures=[str(figure)],
-        status="baseline",
         notes=(f"{int(outcome.state.step)} steps of batch {config.batch_size} on "
                f"{len(task.train_data())} training images; ViT patch {m.patch_size}, hidden {m.hidden}, "
                f"{m.layers} layers, {m.heads} heads, MLP {m.mlp_hidden}, pool {m.pool}; training-loop "
