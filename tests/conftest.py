@@ -1,13 +1,35 @@
-"""Test set-up: 8 fake CPU devices (set before JAX starts) and skips for hardware markers."""
+"""Test set-up: 8 fake CPU devices (set before JAX starts), one XLA compilation cache shared by
+the test processes of a run, and skips for hardware markers.
+
+The cache: most of a CPU test's time is XLA compilation, and the same programs (SmolLM2's forward
+pass, the tiny training steps) are compiled again in each pytest-xdist worker, in each notebook
+kernel and in each script a test starts. `JAX_COMPILATION_CACHE_DIR` (inherited by those
+subprocesses) points them all at one folder for the run, removed at the end. A run that sets the
+variable itself keeps its own folder.
+"""
 
 import os
+import shutil
+import tempfile
 
 _FLAG = "--xla_force_host_platform_device_count=8"
 if _FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
 
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+_OWN_CACHE = "JAX_COMPILATION_CACHE_DIR" not in os.environ
+if _OWN_CACHE:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"jaxml-test-xla-{_RUN}")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.3")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # The controller (or a run without xdist) removes the run's cache; workers leave it to the controller.
+    if _OWN_CACHE and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

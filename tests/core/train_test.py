@@ -208,3 +208,26 @@ def test_task_value_and_grad_hook_replaces_autodiff(tmp_path, devices8):
     _, half = _one_step(devices8[:1], config, HalfGrad())
     np.testing.assert_allclose(half["grad_norm"], 0.5 * plain["grad_norm"], rtol=1e-6)
     assert float(half["probe"]) == 7.0
+
+
+_LOSS_TRACED_ONCE = chex.assert_max_traces(RegressionTask.loss, n=1)
+_EVALUATE_TRACED_ONCE = chex.assert_max_traces(RegressionTask.evaluate, n=1)
+
+
+class _TracedOnceTask(RegressionTask):
+    """RegressionTask whose loss and evaluate raise if traced a second time (a recompiled step)."""
+
+    def loss(self, params, batch, rng):
+        return _LOSS_TRACED_ONCE(self, params, batch, rng)
+
+    def evaluate(self, params, batch):
+        return _EVALUATE_TRACED_ONCE(self, params, batch)
+
+
+def test_train_and_eval_steps_are_traced_once(tmp_path, devices8):
+    # 30 steps with logging, evaluation and checkpoints every 10 and a padded last eval batch: one
+    # compiled train step and one compiled eval step for the whole run.
+    config = regression_config(eval_every_steps=10, log_every_steps=5)
+    outcome = train.train_and_evaluate(config, tmp_path, task=_TracedOnceTask(hidden=16), devices=devices8)
+    assert int(outcome.state.step) == 30
+    assert len(read_metrics(tmp_path, "eval")) == 3   # steps 10, 20 and the final one
