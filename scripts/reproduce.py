@@ -86,7 +86,8 @@ def main(argv):
     if not flags.FLAGS["verbosity"].present:  # orbax logs every checkpoint at INFO; -v 0 shows it
         logging.set_verbosity(logging.WARNING)
     del argv
-    from jaxml.core import distributed
+    from jaxml.core import compilation_cache, distributed
+    compilation_cache.enable()
     distributed.initialize(_DISTRIBUTED.value)
     from jaxml import progress
     from jaxml.core import registry, report

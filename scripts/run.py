@@ -34,8 +34,9 @@ def main(argv):
         logging.set_verbosity(logging.WARNING)
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    from jaxml.core import distributed
+    from jaxml.core import compilation_cache, distributed
     config = _CONFIG.value
+    compilation_cache.enable()
     distributed.initialize(_DISTRIBUTED.value or bool(config is not None and config.get("jax_distributed", False)))
 
     from jaxml.core import registry, train

@@ -11,6 +11,12 @@ from jaxml.core.experiment import VERDICTS, Claim, Result
 
 EXPERIMENTS = registry.list_experiments()
 
+# Checks of particular tiny runs beyond the common ones below.
+EXPECTED = {
+    # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
+    "examples/fashion_mnist_cnn": lambda r: 0.2 < r.metrics["test_accuracy"] < 0.9,
+}
+
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_tiny_config_runs_and_reports_finite_metrics(name, tmp_path, devices8):
@@ -23,12 +29,8 @@ def test_tiny_config_runs_and_reports_finite_metrics(name, tmp_path, devices8):
     for figure in result.figures:
         assert pathlib.Path(figure).stat().st_size > 0
     assert len(result.figures) == len(set(result.figures)), result.figures
+    assert EXPECTED.get(name, lambda r: True)(result), result.metrics
     if name.endswith("/reproduce"):   # the report's row: at least the paper's headline claim, with a verdict
         assert result.claims and all(isinstance(c, Claim) and c.verdict in VERDICTS for c in result.claims)
 
 
-def test_baseline_tiny_learns_beyond_chance(tmp_path, devices8):
-    name = "examples/fashion_mnist_cnn"
-    result = registry.get_experiment(name)(load_config(f"{registry.config_path(name)}:tiny"), tmp_path)
-    # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
-    assert 0.2 < result.metrics["test_accuracy"] < 0.9

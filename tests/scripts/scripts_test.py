@@ -1,5 +1,6 @@
 """The two entry points, run as a user runs them."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -71,6 +72,25 @@ def test_reproduce_writes_the_report_for_two_papers(tmp_path):
     _check_report(out, ["pcm/reproduce", "aitext/reproduce"])
 
 
+def _reproduce_module():
+    spec = importlib.util.spec_from_file_location("_reproduce_script", ROOT / "scripts/reproduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reproduce_selects_papers_and_examples():
+    from jaxml.core import registry
+    select = _reproduce_module()._experiments
+    assert select(["aitext"]) == ["aitext/reproduce"]
+    assert select(["examples"]) == registry.list_experiments(["examples"])
+    assert "examples/fashion_mnist_cnn" in select(["examples"])
+    assert all(n.endswith("/reproduce") for n in select(None))
+    with pytest.raises(KeyError, match="no package for slug 'nothing'"):
+        select(["examples", "nothing"])
+
+
+@pytest.mark.slow
 def test_reproduce_runs_named_examples(tmp_path):
     out = tmp_path / "report"
     proc = _run([str(ROOT / "scripts/reproduce.py"), "--scale=tiny", "--papers=examples", f"--out={out}"], tmp_path)
