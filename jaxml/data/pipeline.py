@@ -61,14 +61,20 @@ class TFDSSource:
     """Wraps a TFDS random-access data source (`builder.as_data_source(split)`) as a Source.
 
     With `in_memory=True` (the default for small sets) the whole split is read once into numpy
-    arrays, which makes batching as fast as an ArraySource.
+    arrays, which makes batching as fast as an ArraySource; `arrays` passes a split read before.
     """
 
-    def __init__(self, data_source, in_memory: bool = True, chunk: int = 4096):
+    def __init__(self, data_source, in_memory: bool = True, chunk: int = 4096,
+                 arrays: Mapping[str, np.ndarray] | None = None):
         self._ds = data_source
         self._len = len(data_source)
         self._arrays = None
-        if in_memory:
+        if arrays is not None:   # the split already read into memory (shared by the caller)
+            lengths = {k: len(v) for k, v in arrays.items()}
+            if set(lengths.values()) != {self._len}:
+                raise ValueError(f"TFDSSource: arrays of lengths {lengths} for a source of {self._len} records")
+            self._arrays = dict(arrays)
+        elif in_memory:
             parts = [self._read(np.arange(i, min(i + chunk, self._len))) for i in range(0, self._len, chunk)]
             self._arrays = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 

@@ -75,3 +75,15 @@ def test_concurrent_first_use_from_two_processes(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     assert [o[0].split()[-2:] for o in outs] == [["23", "5"], ["23", "5"]]
+
+
+def test_in_memory_split_is_read_once_and_shared_read_only():
+    first, second = fashion_mnist.load("test"), fashion_mnist.load("test")
+    a, b = first.to_arrays(), second.to_arrays()
+    np.testing.assert_array_equal(a["image"], b["image"])
+    assert first._arrays["image"] is second._arrays["image"]   # one decoded copy per process
+    with pytest.raises(ValueError, match="read-only"):
+        first._arrays["label"][0] = 3
+    # The streaming source (no memory copy) reads the same records.
+    streaming = fashion_mnist.load("test", in_memory=False)
+    np.testing.assert_array_equal(streaming[np.arange(0, 10000, 997)]["image"], a["image"][::997])
