@@ -110,7 +110,7 @@ def to_markdown(rows: Sequence[dict[str, Any]], *, scale: str, command: str, sec
 
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1.5em; max-width: 1200px; color: #222; }
 table { border-collapse: collapse; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; font-size: 14px; }
 th { background: #f2f2f2; }
@@ -120,6 +120,12 @@ img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
 iframe { width: 100%; height: 420px; border: 1px solid #ddd; }
 .notes { max-width: 1100px; }
 """
+
+
+def _code_spans(text: str) -> str:
+    """Markdown `code` spans of an escaped text as <code> elements."""
+    parts = text.split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
 def _data_uri(path: pathlib.Path) -> str:
@@ -148,7 +154,7 @@ def to_html(rows: Sequence[dict[str, Any]], folder: str | pathlib.Path, *, scale
     cls = lambda verdict: verdict.replace(" ", "-")
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            "<title>jaxml reproduction report</title>", f"<style>{_CSS}</style></head><body>",
-           "<h1>jaxml reproduction report</h1>", f"<p>{esc(line)}<br>{esc(cmd)}</p>",
+           "<h1>jaxml reproduction report</h1>", f"<p>{_code_spans(esc(line))}<br>{_code_spans(esc(cmd))}</p>",
            '<table id="summary"><tr><th>paper</th><th>claim</th><th>ours</th><th>paper\'s number</th>'
            "<th>verdict</th><th>time</th></tr>"]
     for row in rows:
