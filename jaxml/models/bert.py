@@ -5,6 +5,10 @@
 `SentenceEncoder` adds the tokenizer and the sentence-transformers head (mean pooling over real
 tokens, then L2 normalisation, as the model's `modules.json` says).
 
+Every dense layer is a `jaxml.nn.layers.Linear` (the params of `flax.linen.Dense`: `kernel` [in, out],
+`bias` [out]), so its product goes through `ops.linear` like Llama's and ViT's: `Bert(config,
+ops=...)` reaches the AttnLRP rules, quantization and calibration (`linear_inputs`) with the same params.
+
 Param tree of `Bert` (names the loader maps from the Hugging Face names in brackets):
 
   embeddings/word/embedding           [vocab, hidden]        (embeddings.word_embeddings.weight)
@@ -35,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.nn.attention import padding_mask
-from jaxml.nn.layers import LayerNorm
+from jaxml.nn.layers import LayerNorm, Linear
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 
 PathLike = str | pathlib.Path
@@ -175,11 +179,12 @@ class _SelfAttention(nn.Module):
         cfg = self.config
         b, t, _ = x.shape
         split = lambda y: y.reshape(b, t, cfg.num_attention_heads, cfg.head_dim)  # noqa: E731
-        q = split(nn.Dense(cfg.hidden_size, name="query")(x))
-        k = split(nn.Dense(cfg.hidden_size, name="key")(x))
-        v = split(nn.Dense(cfg.hidden_size, name="value")(x))
+        dense = lambda name: Linear(cfg.hidden_size, ops=self.ops, name=name)  # noqa: E731
+        q = split(dense("query")(x))
+        k = split(dense("key")(x))
+        v = split(dense("value")(x))
         heads = self.ops.attention(q, k, v, mask)
-        return nn.Dense(cfg.hidden_size, name="output")(heads.reshape(b, t, cfg.hidden_size))
+        return dense("output")(heads.reshape(b, t, cfg.hidden_size))
 
 
 class _Layer(nn.Module):
@@ -193,8 +198,9 @@ class _Layer(nn.Module):
         cfg = self.config
         x = x + _SelfAttention(cfg, self.ops, name="attention")(x, mask)
         x = LayerNorm(cfg.layer_norm_eps, self.ops, name="attention_norm")(x)
-        h = self.ops.activation(_ACTIVATIONS[cfg.hidden_act], nn.Dense(cfg.intermediate_size, name="mlp_in")(x))
-        x = x + nn.Dense(cfg.hidden_size, name="mlp_out")(h)
+        h = self.ops.activation(_ACTIVATIONS[cfg.hidden_act],
+                                Linear(cfg.intermediate_size, ops=self.ops, name="mlp_in")(x))
+        x = x + Linear(cfg.hidden_size, ops=self.ops, name="mlp_out")(h)
         return LayerNorm(cfg.layer_norm_eps, self.ops, name="mlp_norm")(x)
 
 
@@ -204,7 +210,9 @@ class Bert(nn.Module):
     Attributes:
       config: the architecture.
       ops: the swappable operations (`jaxml.nn.ops.Ops`: attention, the LayerNorm factor, the
-        activation); `model.clone(ops=...)` switches in a kernel or explanation rules.
+        activation and every dense layer's product, `ops.linear`: the six per layer are
+        `jaxml.nn.layers.Linear`); `model.clone(ops=...)` switches in a kernel, quantization or
+        explanation rules.
 
     Calling with `mutable=['intermediates']` also returns the sown `hidden_states`: a tuple of
     num_hidden_layers + 1 arrays [batch, len, hidden] (the embeddings, then each layer's output),
