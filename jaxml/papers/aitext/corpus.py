@@ -19,6 +19,7 @@ of a split is generated from that split's passages only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import pathlib
@@ -54,7 +55,13 @@ def _kjv_paragraphs(doc_text: str, verses_per_paragraph: int = 6) -> list[str]:
 
 
 def human_passages(test_fraction: float = 0.2, block: int = 10, seed: int = 0) -> dict[str, list[Passage]]:
-    """Every human passage of every split: `{split: [Passage, ...]}` (see the module docstring)."""
+    """Every human passage of every split: `{split: [Passage, ...]}` (see the module docstring).
+    Built once per process and arguments (reading the corpora takes seconds); each call gets new lists."""
+    return {split: list(ps) for split, ps in _human_passages(test_fraction, block, seed).items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _human_passages(test_fraction: float, block: int, seed: int) -> dict[str, tuple[Passage, ...]]:
     out: dict[str, list[Passage]] = {s: [] for s in SPLITS}
     rng = np.random.default_rng(seed)
     for doc in corpora.load_corpus("austen"):
@@ -72,7 +79,7 @@ def human_passages(test_fraction: float = 0.2, block: int = 10, seed: int = 0) -
             paras = textlib.passages(_kjv_paragraphs(doc.text))
             out["shift_genre"] += [Passage(f"kjv-{doc.doc_id}/{i}", "shift_genre", doc.doc_id, p)
                                    for i, p in enumerate(paras)]
-    return out
+    return {split: tuple(ps) for split, ps in out.items()}
 
 
 def sample_passages(passages: Sequence[Passage], n: int, seed: int) -> list[Passage]:

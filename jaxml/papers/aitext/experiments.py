@@ -10,14 +10,35 @@ import numpy as np
 
 from jaxml import progress
 from jaxml.core import registry
-from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
-from jaxml.papers.aitext import corpus, estimator
+from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.papers.aitext import corpus, estimator, metrics as M
 from jaxml.papers.aitext import text as textlib
 
 
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def byte_tokenizer():
+    """A byte-level tokenizer (256 byte tokens, no merges) with ChatML's special tokens and template:
+    what the `tiny_random` model reads and writes (fast to build; the text is noise anyway)."""
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from jaxml.models.tokenizer import Tokenizer
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    vocab = {t: i for i, t in enumerate(specials + sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    backend = tokenizers.Tokenizer(models.BPE(vocab, []))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in specials])
+    return Tokenizer(backend=backend, bos_id=0, eos_id=0, pad_id=0, stop_ids=(0, 2), chat_template=CHATML)
+
+
 def make_llm(name: str, batch_size: int = 16):
-    """The generator: 'smollm2' (SmolLM2-135M-Instruct) or 'tiny_random' (a 2-layer random Llama
-    with SmolLM2's tokenizer, for tests: it exercises the pipeline, its text is noise)."""
+    """The generator: 'smollm2' (SmolLM2-135M-Instruct) or 'tiny_random' (a 2-layer Llama with random
+    weights over a byte-level tokenizer, for tests: it exercises the pipeline, its text is noise)."""
     from jaxml.llm.local import LocalLLM
 
     if name == "smollm2":
@@ -28,11 +49,15 @@ def make_llm(name: str, batch_size: int = 16):
 
         from jaxml.models import llama
 
-        tok = llama.smollm2_tokenizer()
+        tok = byte_tokenizer()
         config = llama.LlamaConfig(vocab_size=tok.vocab_size, hidden=32, layers=2, heads=2, kv_heads=1,
                                    mlp_hidden=64, max_len=2048)
         model = llama.Llama(config)
-        params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 1), jnp.int32), jnp.zeros((1, 1), jnp.int32))["params"]
+        # Random weights drawn in NumPy from the parameter shapes (no per-op compilation of an eager init).
+        shapes = jax.eval_shape(model.init, jax.random.PRNGKey(0), jnp.zeros((1, 1), jnp.int32),
+                                jnp.zeros((1, 1), jnp.int32))["params"]
+        rng = np.random.default_rng(0)
+        params = jax.tree_util.tree_map(lambda s: jnp.asarray(rng.normal(0, 0.2, s.shape), s.dtype), shapes)
         return LocalLLM(model, params, tok, batch_size=batch_size)
     raise ValueError(f"unknown model {name!r}; accepted: 'smollm2', 'tiny_random'")
 
@@ -109,14 +134,6 @@ def _logprob_scores(llm, sentences, batch: int = 64) -> np.ndarray:
     return out
 
 
-def _balanced_threshold(human_scores, ai_scores) -> float:
-    """The threshold t (flag when score > t) that maximises balanced accuracy on calibration scores."""
-    cand = np.unique(np.concatenate([human_scores, ai_scores]))
-    tpr = 1 - np.searchsorted(np.sort(ai_scores), cand, side="right") / len(ai_scores)
-    tnr = np.searchsorted(np.sort(human_scores), cand, side="right") / len(human_scores)
-    return float(cand[np.argmax(tpr + tnr)])
-
-
 @registry.experiment("aitext/validate")
 def validate(config, workdir) -> Result:
     """Estimates alpha on validation sets mixed at known alpha, per split and vocabulary."""
@@ -145,7 +162,7 @@ def validate(config, workdir) -> Result:
         llm = make_llm("smollm2")
         cal = {k: [v["fit"][i] for i in rng.choice(len(v["fit"]), min(config.logprob_calibration, len(v["fit"])),
                                                      replace=False)] for k, v in (("human", human), ("ai", ai))}
-        threshold = _balanced_threshold(_logprob_scores(llm, cal["human"]), _logprob_scores(llm, cal["ai"]))
+        threshold = M.balanced_threshold(_logprob_scores(llm, cal["human"]), _logprob_scores(llm, cal["ai"]))
         scores = {k: {s: _logprob_scores(llm, v[s]) for s in config.logprob_splits if s in splits}
                   for k, v in (("human", human), ("ai", ai))}
 
@@ -167,10 +184,10 @@ def validate(config, workdir) -> Result:
                     est = estimator.bootstrap(dd, n_boot=config.n_boot, seed=int(rng.integers(2**31)))
                     row.update({f"{name}/mle": est.mle, f"{name}/midpoint": est.midpoint,
                                 f"{name}/ci_low": est.ci[0], f"{name}/ci_high": est.ci[1],
-                                f"{name}/classifier": float(np.mean(dd > 0))})
+                                f"{name}/classifier": M.flagged_fraction(dd, 0.0)})
                 if scores is not None and split in scores["human"]:
                     s_all = np.concatenate([scores["human"][split][h_idx], scores["ai"][split][a_idx]])
-                    row["logprob"] = float(np.mean(s_all > threshold))
+                    row["logprob"] = M.flagged_fraction(s_all, threshold)
                 rows.append(row)
         progress.log(f"aitext/validate: split {split} done")
     (workdir / "rows.json").write_text(json.dumps(rows, indent=1))
@@ -178,26 +195,92 @@ def validate(config, workdir) -> Result:
     metrics = {}
     for split in splits:
         r = [x for x in rows if x["split"] == split]
-        truth = np.array([x["alpha"] for x in r])
+        truth = [x["alpha"] for x in r]
         for name in tables:
             for what in ("mle", "midpoint", "classifier"):
-                metrics[f"{split}/{name}/mae_{what}"] = float(np.mean(np.abs(np.array([x[f"{name}/{what}"] for x in r]) - truth)))
-            lo = np.array([x[f"{name}/ci_low"] for x in r])
-            hi = np.array([x[f"{name}/ci_high"] for x in r])
-            metrics[f"{split}/{name}/ci_coverage"] = float(np.mean((lo <= truth + 1e-9) & (truth - 1e-9 <= hi)))
+                metrics[f"{split}/{name}/mae_{what}"] = M.mean_abs_error([x[f"{name}/{what}"] for x in r], truth)
+            metrics[f"{split}/{name}/ci_coverage"] = M.ci_coverage([x[f"{name}/ci_low"] for x in r],
+                                                                   [x[f"{name}/ci_high"] for x in r], truth)
+        metrics[f"sets/{split}"] = float(len(r))
         if scores is not None and split in scores["human"]:
-            metrics[f"{split}/logprob/mae"] = float(np.mean(np.abs(np.array([x["logprob"] for x in r]) - truth)))
+            metrics[f"{split}/logprob/mae"] = M.mean_abs_error([x["logprob"] for x in r], truth)
     for name, t in tables.items():
         metrics[f"vocab_size/{name}"] = float(len(t.words))
     metrics.update({f"set_size/{s}": float(n) for s, n in set_size.items()})
     metrics.update({f"sentences/{k}": float(v) for k, v in sizes.items()})
-    figures = [str(_plot(rows, splits, tuple(tables), scores is not None, workdir / "validation.png"))]
+    figures = [_plot(rows, splits, tuple(tables), scores is not None, workdir / "validation.png")]
     (workdir / "summary.md").write_text(_summary_table(rows, splits, tuple(tables), scores is not None))
     first = config.vocabularies[0]
     return Result(metrics=metrics, headline=f"{splits[0]}/{first}/mae_mle", figures=figures,
+                  claims=validation_claims(metrics, config),
                   notes=(f"validation sets of {sorted(set(set_size.values()))} sentences x {config.trials} trials per alpha; AI text: "
                          f"SmolLM2-135M-Instruct two-stage rewrites ({config.generated}); human: Austen (in-distribution), "
                          "Persuasion (held-out novel), KJV (other genre)"))
+
+
+MAX_MAE = 0.03          # "a few percent": the reference code's validation target (|error| <= 3%)
+MIN_ERROR_RATIO = 2.0   # "far better": a baseline's error at least twice the MLE's
+SPLIT_WORDS = {"test": "in distribution", "shift_novel": "held-out novel", "shift_genre": "other genre"}
+
+
+def validation_claims(m: dict, config) -> list[Claim]:
+    """The paper's claims about its estimator, with verdicts from the validation metrics `m`
+    (not comparable at tiny scale, or when a split the claim needs was not run)."""
+    vocabs, splits = tuple(config.vocabularies), tuple(config.splits)
+    adj, comparable = vocabs[0], config.scale != "tiny"
+    n_sets = int(m[f"sets/{splits[0]}"])
+    setting = f"{n_sets} sets per split, alpha 0-0.25, Austen + SmolLM2-135M rewrites, {config.scale} scale"
+
+    def per_vocab(split, key, fmt="{:.4f}"):
+        return ", ".join(f"{fmt.format(m[f'{split}/{v}/{key}'])} ({v})" for v in vocabs)
+
+    claims = []
+    ind = "test" in splits
+    claims.append(Claim(
+        text=("The distributional MLE estimates the fraction alpha of AI-written sentences in a corpus "
+              f"accurately in distribution: mean |alpha_hat - alpha| within {MAX_MAE} over alpha in [0, 0.25]"),
+        ours=(f"mean abs error {per_vocab('test', 'mae_mle')}; {setting}" if ind else "in-distribution split not run"),
+        paper=("|error| <= 0.03 at known alpha in {0, 0.025, ..., 0.25} (the reference code's validation target; "
+               "the ICML paper's own validation errors were not retrieved)"),
+        verdict=verdict(all(m[f"test/{v}/mae_mle"] <= MAX_MAE for v in vocabs) if comparable and ind else None)))
+    if ind:
+        floor = M.coverage_floor(0.95, n_sets)
+        claims.append(Claim(
+            text="The 95% percentile-bootstrap interval covers the true alpha at least about 95% of the time (in distribution)",
+            ours=(f"coverage {per_vocab('test', 'ci_coverage', '{:.0%}')} of {n_sets} sets "
+                  f"(at least {floor:.0%} is within 2 sigma of 95%)"),
+            verdict=verdict(all(m[f"test/{v}/ci_coverage"] >= floor for v in vocabs) if comparable else None)))
+    ratios = {(s, v): M.error_ratio(m[f"{s}/{v}/mae_classifier"], m[f"{s}/{v}/mae_mle"]) for s in splits for v in vocabs}
+    claims.append(Claim(
+        text=("Instance-level detection estimates alpha far worse: a per-sentence classifier from the same p and q "
+              f"(flag a sentence when log Q/P > 0) errs at least {MIN_ERROR_RATIO:g}x as much as the MLE, on every split"),
+        ours="; ".join(f"{SPLIT_WORDS.get(s, s)}: " + ", ".join(
+            f"{m[f'{s}/{v}/mae_classifier']:.3f} vs {m[f'{s}/{v}/mae_mle']:.4f} ({v})" for v in vocabs) for s in splits),
+        paper="instance-level detectors have much larger error than the distributional estimate (numbers not retrieved)",
+        verdict=verdict(min(ratios.values()) >= MIN_ERROR_RATIO if comparable else None)))
+    if "test/logprob/mae" in m:
+        claims.append(Claim(
+            text=(f"A log-probability detector (SmolLM2 mean token log-probability, threshold for balanced accuracy) "
+                  f"errs at least {MIN_ERROR_RATIO:g}x as much as the MLE (in distribution)"),
+            ours=f"{m['test/logprob/mae']:.3f} vs MLE {per_vocab('test', 'mae_mle')}",
+            paper="instance-level detectors have much larger error (numbers not retrieved)",
+            verdict=verdict(all(M.error_ratio(m["test/logprob/mae"], m[f"test/{v}/mae_mle"]) >= MIN_ERROR_RATIO
+                                for v in vocabs) if comparable else None)))
+    else:
+        claims.append(Claim(
+            text="A log-probability detector errs far more than the MLE (in distribution)",
+            ours=("not run at this scale (logprob_baseline=False: SmolLM2 scores about 5,000 sentences, 10-20 min; "
+                  "the full run has it)"),
+            paper="instance-level detectors have much larger error (numbers not retrieved)"))
+    shifted = [s for s in splits if s != "test"]
+    claims.append(Claim(
+        text=(f"Under distribution shift the MLE with the adjective vocabulary stays accurate (mean abs error within "
+              f"{MAX_MAE})"),
+        ours=("; ".join(f"{SPLIT_WORDS.get(s, s)}: {per_vocab(s, 'mae_mle')}, CI coverage {per_vocab(s, 'ci_coverage', '{:.0%}')}"
+                        for s in shifted) if shifted else "no shifted split run"),
+        paper="validated on in-distribution and temporally shifted splits (numbers not retrieved)",
+        verdict=verdict(all(m[f"{s}/{adj}/mae_mle"] <= MAX_MAE for s in shifted) if comparable and shifted else None)))
+    return claims
 
 
 def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
@@ -213,7 +296,7 @@ def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
             cells = [f"{a:.3f}"]
             for v in vocabularies:
                 cells += [f"{np.mean([x[f'{v}/mle'] for x in ra]):.3f}", f"{np.mean([x[f'{v}/midpoint'] for x in ra]):.3f}",
-                          f"{np.mean([x[f'{v}/ci_low'] <= a + 1e-9 and a - 1e-9 <= x[f'{v}/ci_high'] for x in ra]):.0%}"]
+                          f"{M.ci_coverage([x[f'{v}/ci_low'] for x in ra], [x[f'{v}/ci_high'] for x in ra], [a] * len(ra)):.0%}"]
             cells += [f"{np.mean([x[f'{v}/classifier'] for x in ra]):.3f}" for v in vocabularies]
             if logprob:
                 cells.append(f"{np.mean([x['logprob'] for x in ra]):.3f}" if "logprob" in ra[0] else "-")
@@ -222,7 +305,7 @@ def _summary_table(rows, splits, vocabularies, logprob: bool) -> str:
     return "\n".join(lines)
 
 
-def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
+def _plot(rows, splits, vocabularies, logprob: bool, path) -> str:
     plt = pyplot()
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.8), squeeze=False)
     for ax, split in zip(axes[0], splits):
@@ -243,10 +326,7 @@ def _plot(rows, splits, vocabularies, logprob: bool, path) -> pathlib.Path:
         ax.set(title=split, xlabel="true alpha", ylabel="estimated alpha")
         ax.set_ylim(-0.02, max(0.4, max(alphas) + 0.05))
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return pathlib.Path(path)
+    return save_figure(fig, path, dpi=120)
 
 
 @registry.experiment("aitext/reproduce")

@@ -12,31 +12,27 @@ in-distribution, instance-level detectors much worse (its exact numbers were not
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    c = ml_collections.ConfigDict()
-    c.experiment = "aitext/validate"
-    c.seed = arg.seed
+    c, scale = experiment_config("aitext/validate", arg)
+    c.scale = scale                       # tiny runs give no verdicts
     c.split_seed = 0                      # must match the generation's (which Austen blocks are test)
     c.generated = "shipped"               # or the path of an aitext/generate cache (generated.jsonl)
-    c.vocabularies = ("adjectives", "all")   # WordNet adjectives (the ICML paper) and every word
+    # WordNet adjectives (the ICML paper) and every word
+    c.vocabularies = by_scale(scale, tiny=("adjectives",), quick=("adjectives", "all"), full=("adjectives", "all"))
     c.min_human, c.min_ai = 5, 3          # the reference's count thresholds
-    c.alphas = tuple(round(0.025 * i, 3) for i in range(11))
-    c.splits = ("test", "shift_novel", "shift_genre")
-    c.n_sentences = 1000                  # per validation set
-    c.trials = 10                         # validation sets per alpha and split
-    c.n_boot = 1000
-    c.logprob_baseline = True             # SmolLM2 mean log-probability per sentence, thresholded
-    c.logprob_splits = ("test",)          # splits the detector is run on (it scores every pool sentence)
+    full_alphas = tuple(round(0.025 * i, 3) for i in range(11))
+    c.alphas = by_scale(scale, tiny=(0.0, 0.1, 0.2), quick=full_alphas, full=full_alphas)
+    all_splits = ("test", "shift_novel", "shift_genre")
+    c.splits = by_scale(scale, tiny=("test",), quick=all_splits, full=all_splits)
+    c.n_sentences = by_scale(scale, tiny=200, quick=1000, full=1000)    # per validation set
+    c.trials = by_scale(scale, tiny=1, quick=3, full=10)                # validation sets per alpha and split
+    c.n_boot = by_scale(scale, tiny=200, quick=1000, full=1000)
+    # SmolLM2 mean log-probability per sentence, thresholded (scores every pool sentence: full only)
+    c.logprob_baseline = by_scale(scale, tiny=False, quick=False, full=True)
+    c.logprob_splits = ("test",)          # splits the detector is run on
     c.logprob_calibration = 300           # fit sentences of each kind used to pick its threshold
     c.max_human_pool = 2000               # human sentences kept per validation split (the scored pool)
-    scale = scale_of(arg)
-    if scale == "quick":
-        c.trials, c.logprob_baseline = 3, False
-    if scale == "tiny":
-        c.vocabularies, c.alphas, c.splits = ("adjectives",), (0.0, 0.1, 0.2), ("test",)
-        c.n_sentences, c.trials, c.n_boot, c.logprob_baseline = 200, 1, 200, False
     return c
