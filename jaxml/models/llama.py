@@ -212,7 +212,7 @@ class Llama(nn.Module):
         if c.tie_embeddings:
             logits = embed.attend(x)
         else:
-            logits = nn.Dense(c.vocab_size, use_bias=False, dtype=self.dtype, param_dtype=self.dtype, name="lm_head")(x)
+            logits = Linear(c.vocab_size, use_bias=False, ops=self.ops, dtype=self.dtype, name="lm_head")(x)
         if return_hidden:
             return logits, new_cache, x
         return logits, new_cache
