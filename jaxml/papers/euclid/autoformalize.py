@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from jaxml.papers.euclid import book
 from jaxml.papers.euclid import equivalence as eq
+from jaxml.papers.euclid import metrics as M
 from jaxml.papers.euclid import syntax as S
 
 # The few-shot examples (excluded from scoring), as in LeanEuclid's 5 Book I examples.
@@ -62,7 +63,7 @@ class HarnessReport:
 
     @property
     def equivalent_rate(self) -> float:
-        return self.counts.get("equivalent", 0) / max(1, len(self.rows))
+        return M.rate(self.counts.get("equivalent", 0), len(self.rows))
 
 
 def score_output(name: str, output: str, *, timeout_s: float = 15.0) -> Scored:
@@ -94,7 +95,7 @@ def run(llm, names: Sequence[str] | None = None, *, max_new_tokens: int = 200, t
                                 stop=["\n"], temperature=0.0) if names else []
     gen_s = time.perf_counter() - t0
     rows = [score_output(n, o, timeout_s=timeout_s) for n, o in zip(names, outputs)]
-    counts = {c: sum(r.category == c for r in rows) for c in SCORE_CATEGORIES}
+    counts = M.category_counts([r.category for r in rows], SCORE_CATEGORIES)
     return HarnessReport(rows, counts, gen_s, sum(r.solver_seconds for r in rows))
 
 

@@ -62,7 +62,7 @@ def test_local_smollm2_end_to_end():
     report = autoformalize.run(llm, ["I.2", "I.3"], max_new_tokens=24)
     direct = llm.generate_text([autoformalize.prompt_for("I.2")], max_new_tokens=24, stop=["\n"])
     assert report.rows[0].output == direct[0].strip()
-    assert sum(report.counts.values()) == 2 and report.generate_seconds > 0
+    assert sum(report.counts.values()) == 2
 
 
 class _OracleServer(http.server.ThreadingHTTPServer):

@@ -23,7 +23,7 @@ I5 = "forall (a b c : Point), triangle(a, b, c) and |a b| = |a c| => angle(a, b,
 def test_hand_made_variants_of_I5(test, expected):
     result = equivalence.check_equivalence(S.parse_statement(I5), S.parse_statement(test))
     assert result.category == expected, result
-    assert result.solver_seconds > 0
+    assert 1 <= result.n_unifications <= 6     # the 3! bijections of three points, best first
 
 
 def test_variant_set_of_I1_and_I47():

@@ -6,30 +6,25 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/euclid/configs/autoformalize.py:llm=http://host:8000/v1,model=NAME \
         --workdir=/tmp/euclid_af
 Full: the local SmolLM2 (greedy, 200 new tokens, batch 8) on the 43 non-example propositions, ~6 min on
-CPU. Quick: 8 propositions, 128 new tokens (~1 min). Tiny: a scripted fake LLM (2 propositions, one exact and one with
-its hypotheses dropped), seconds: the local model is too slow for the tiny budget.
+CPU. Quick: the two propositions with the shortest formal statements (I.2 and I.10: 28 and 36 SmolLM2
+tokens), 64 new tokens (the prompts are ~750 tokens: about 6 s of CPU per proposition). Tiny: a scripted fake LLM (2 propositions, one exact and one with its hypotheses dropped),
+seconds: the local model is too slow for the tiny budget.
 Metric: the share of answers equivalent to our formalisation; also parse errors and the other
 categories. LeanEuclid reports no statement-equivalence rate for Book I that we could verify.
 """
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, llm="smollm2", model="", max_new_tokens=200, timeout_s=15.0)
-    c = ml_collections.ConfigDict()
-    c.experiment = "euclid/autoformalize"
-    c.scale = scale_of(arg)
-    c.llm, c.model = arg.llm, arg.model
+    c, scale = experiment_config("euclid/autoformalize", arg, llm="smollm2", model="", max_new_tokens=200,
+                                 timeout_s=15.0)
+    c.scale = scale
     c.batch_size = 8
-    c.max_new_tokens = arg.max_new_tokens
-    c.timeout_s = arg.timeout_s
-    c.names = ()                     # () = the 43 non-example propositions
-    if c.scale == "quick":
-        c.names = ("I.2", "I.3", "I.4", "I.6", "I.7", "I.8", "I.9", "I.10")
-        c.max_new_tokens = min(c.max_new_tokens, 128)
-    if c.scale == "tiny":
-        c.llm, c.names, c.max_new_tokens = "scripted", ("I.2", "I.6"), 64
+    c.names = by_scale(scale, tiny=("I.2", "I.6"), quick=("I.2", "I.10"), full=())  # () = the 43
+    c.max_new_tokens = by_scale(scale, tiny=64, quick=min(c.max_new_tokens, 64), full=c.max_new_tokens)
+    if scale == "tiny":
+        c.llm = "scripted"
     return c

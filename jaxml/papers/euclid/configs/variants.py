@@ -2,25 +2,18 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/euclid/configs/variants.py --workdir=/tmp/euclid_variants
-CPU only (z3), a few seconds. Metric: accuracy of the category per variant kind (renamed, reordered ->
+CPU only (z3), seconds. Metric: accuracy of the category per variant kind (renamed, reordered ->
 equivalent; dropped hypothesis -> test_implies_ground; weakened conclusion -> ground_implies_test;
 unrelated -> neither). Quick: the 25 variants of the five statements with at most 3 points; tiny: I.1 and I.5.
 """
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, timeout_s=15.0)
-    c = ml_collections.ConfigDict()
-    c.experiment = "euclid/variants"
-    c.scale = scale_of(arg)
-    c.timeout_s = arg.timeout_s
-    c.names = ()                     # () = all 10 statements
-    if c.scale == "quick":
-        c.names = ("I.1", "I.5", "I.6", "I.18", "I.47")
-    if c.scale == "tiny":
-        c.names = ("I.1", "I.5")
+    c, scale = experiment_config("euclid/variants", arg, timeout_s=15.0)
+    c.scale = scale
+    c.names = by_scale(scale, tiny=("I.1", "I.5"), quick=("I.1", "I.5", "I.6", "I.18", "I.47"), full=())  # () = all 10
     return c
