@@ -229,7 +229,8 @@ def validation_claims(m: dict, config) -> list[Claim]:
     vocabs, splits = tuple(config.vocabularies), tuple(config.splits)
     adj, comparable = vocabs[0], config.scale != "tiny"
     n_sets = int(m[f"sets/{splits[0]}"])
-    setting = f"{n_sets} sets per split, alpha 0-0.25, Austen + SmolLM2-135M rewrites, {config.scale} scale"
+    setting = (f"{n_sets} sets per split, alpha {min(config.alphas):g}-{max(config.alphas):g}, "
+               f"Austen + SmolLM2-135M rewrites, {config.scale} scale")
 
     def per_vocab(split, key, fmt="{:.4f}"):
         return ", ".join(f"{fmt.format(m[f'{split}/{v}/{key}'])} ({v})" for v in vocabs)

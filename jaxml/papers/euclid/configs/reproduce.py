@@ -4,7 +4,7 @@
 Runbook:
     python scripts/reproduce.py --papers=euclid --scale=quick
     python scripts/run.py --config=jaxml/papers/euclid/configs/reproduce.py:quick --workdir=/tmp/euclid_reproduce
-Quick: ~3 min on a shared 2-core CPU (Book I proofs ~70 s, SmolLM2 on 8 propositions ~75 s).
+Quick: 56 s of CPU (Book I: 48 statements and 15 proofs; 25 variants; SmolLM2 on 2 propositions).
 """
 
 from jaxml.core.config import reproduce_config
