@@ -89,7 +89,13 @@ def test_estimate_folder_skips_empty_documents_and_rejects_foreign_text(tmp_path
     (docs / "empty.txt").write_text("   \n")
     est, stats = monitor.estimate_folder(docs, tables, n_boot=200)
     assert stats == monitor.CorpusStats(documents=3, empty_documents=1, sentences=5, sentences_with_vocabulary=5)
-    assert 0.2 < est.mle < 0.6                      # 2 of 5 sentences are AI-like
+    # The five sentences (the empty file adds none) have log Q/P = -log 4, log 4, -log 4, log 4, 0 under the toy
+    # tables, so with r = e^d - 1 the MLE solves 2 * 3 / (1 + 3a) = 2 * 0.75 / (1 - 0.75a): a = 0.5.
+    by_hand = [["the", "calm", "day"], ["a", "quiet", "walk"], ["the", "calm", "sea"],
+               ["a", "vibrant", "tapestry"], ["the", "intricate", "tapestry"]]
+    d = estimator.log_ratio(tables, estimator.encode(tables, by_hand))
+    np.testing.assert_allclose(d, np.log(4) * np.array([-1, 1, -1, 1, 0]), atol=1e-12)
+    assert abs(est.mle - 0.5) < 1e-6                # measured 5e-8 (the bootstrap's float32 solve)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "x.txt").write_text("Der Hund schläft. Die Katze spielt.")

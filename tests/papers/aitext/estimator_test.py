@@ -44,7 +44,7 @@ def test_nll_matches_the_mixture_likelihood_in_numpy():
     lq = np.where(occ, np.log(q), np.log1p(-q)).sum(1)
     for alpha in (0.0, 0.05, 0.3, 0.9):
         direct = -np.mean(np.log((1 - alpha) * np.exp(lp) + alpha * np.exp(lq)) - lp)   # -mean log(mix / P)
-        np.testing.assert_allclose(float(E.nll(alpha, d)), direct, rtol=2e-5)
+        np.testing.assert_allclose(float(E.nll(alpha, d)), direct, rtol=5e-6)    # float32; measured <= 8.5e-7
 
 
 def test_mle_matches_scipy_bounded_minimisation():
@@ -56,7 +56,7 @@ def test_mle_matches_scipy_bounded_minimisation():
         f = lambda a: -np.mean(np.logaddexp(np.log1p(-a), np.log(a) + d)) if a > 0 else -np.mean(np.log1p(-a) + 0 * d)
         ref = scipy.optimize.minimize_scalar(f, bounds=(0, 1), method="bounded", options={"xatol": 1e-9}).x
         got = E.mle(d)
-        assert abs(got - ref) < 2e-5 or (ref < 1e-4 and got == 0.0), (alpha, got, ref)
+        assert abs(got - ref) < 1e-7, (alpha, got, ref)         # measured <= 1.9e-8
 
 
 def test_mle_bounds():
