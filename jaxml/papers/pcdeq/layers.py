@@ -116,7 +116,8 @@ class DEQLayer(nn.Module):
 
     Input x: [batch, features] (dense) or [batch, H, W, channels] (conv); output z* of that shape.
     Sows `diagnostics/forward_iterations` and `forward_residual`; declares a `probe` variable whose
-    gradient carries the backward solve's [iterations, residual] (see `solver.deq_solve`).
+    gradient carries the backward solve's [iterations, residual] (see `solver.deq_solve`). During
+    `init` the solve is skipped and the output is zeros (the parameters depend on shapes only).
 
     Attributes:
       variant, activation: see the module docstring.
@@ -153,9 +154,14 @@ class DEQLayer(nn.Module):
         if self.capture:   # for offline convergence analysis: the map is f(w, z, inj) = step(...)
             self.sow("capture", "weight", w)
             self.sow("capture", "injection", inj)
+        probe = None if self.variant == "explicit" else self.variable("probe", "backward", jnp.zeros, (2,),
+                                                                          jnp.float32)
+        if self.is_initializing():
+            # No parameter depends on the fixed point's value (only on shapes): `init` skips the solve,
+            # which would otherwise double the compiled size of a training run's initialisation.
+            return jnp.zeros_like(inj)
         if self.variant == "explicit":
             return unrolled_solve(f, w, inj, self.unroll)
-        probe = self.variable("probe", "backward", jnp.zeros, (2,), jnp.float32)
         solver = self.solver._replace(nonnegative=self.solver.nonnegative or self.variant in CONSTRAINED)
         use_kernel = (not self.conv and self.solver.method == "iteration"
                       and self.implementation != "generic")
