@@ -419,8 +419,34 @@ def reproduce(config, workdir) -> Result:
     runs = training_runs(result.metrics, config.parts)
     if runs:
         (workdir / "table.md").write_text(table_markdown(runs))
+        # One figure with every network's residual curves instead of one figure per network (those stay
+        # in the parts' work folders).
+        curves = {r.name if r.architecture == "linear" else f"{r.architecture} {r.name}":
+                  json.loads((workdir / r.label / "convergence.json").read_text())
+                  for r in runs if (workdir / r.label / "convergence.json").exists()}
+        if curves:
+            result.figures = [f for f in result.figures if not pathlib.Path(f).name.startswith("convergence_")]
+            result.figures.append(plot_all_convergence(workdir / "convergence_all_networks.png", curves))
     result.notes = f"Fashion-MNIST, scale {config.scale}. " + result.notes
     return result
+
+
+def plot_all_convergence(path: pathlib.Path, curves: dict[str, dict], title: str = "") -> str:
+    """Plain iteration's residual vs iteration for every DEQ block of every network (`convergence.json`
+    of each run), pcDEQ solid and the unconstrained DEQ dashed."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    for network, blocks in curves.items():
+        for block, a in blocks.items():
+            h = np.asarray(a["plain"], dtype=float)
+            name = network if len(blocks) == 1 else f"{network} {block}"
+            ax.semilogy(np.arange(1, len(h) + 1), h, "--" if network.startswith(("DEQ", "multi_conv DEQ")) else "-",
+                        label=f"{name}: rate {a['rate']:.2f}")
+    ax.axhline(1e-4, color="gray", lw=0.8, ls=":")
+    ax.set(xlabel="iteration k", ylabel="relative residual",
+           title=title or "trained DEQ layers on test images: plain iteration from z0 = 0")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path, dpi=110)
 
 
 def table_markdown(runs: list[Run]) -> str:

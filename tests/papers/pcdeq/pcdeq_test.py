@@ -399,7 +399,7 @@ _PARTS = ("train:model=linear,variant=pcdeq1,act=tanh", "train:model=linear,vari
 
 
 def _run_metrics(label, acc, params=70410.0, rate=None, iters=None, unique=1e-7, converged=1.0):
-    m = {f"{label}/test_accuracy": acc, f"{label}/params": params, f"{label}/epochs": 1.0}
+    m = {f"{label}/test_accuracy": acc, f"{label}/params": params, f"{label}/epochs": 1.0, f"{label}/s_per_epoch": 2.0}
     if rate is not None:
         m.update({f"{label}/deq/rate": rate, f"{label}/deq/plain_iters_1e-4": iters,
                   f"{label}/deq/uniqueness_distance": unique, f"{label}/deq/converged": converged})
@@ -469,3 +469,35 @@ def test_every_reproduce_part_has_a_valid_config(scale):
         assert sub.experiment == f"pcdeq/{name}"
     if scale != "tiny":     # the headline's two networks: pcDEQ and the unconstrained DEQ of the same size
         assert {"train:model=linear,variant=pcdeq1,act=tanh", "train:model=linear,variant=deq,act=tanh"} <= set(config.parts)
+
+
+def test_reproduce_wires_parts_into_claims_table_and_one_convergence_figure(tmp_path, monkeypatch):
+    # The reproduce experiment around gather_parts, with hand-made part results (no training).
+    import json
+
+    import ml_collections
+
+    from jaxml.core.experiment import Result
+    from jaxml.papers.pcdeq import experiments
+
+    metrics = _metrics()
+    per_run = []
+    for label, rate in (("train_model_linear_variant_pcdeq1_act_tanh", 0.3), ("train_model_linear_variant_deq_act_tanh", 0.7)):
+        (tmp_path / label).mkdir()
+        (tmp_path / label / "convergence.json").write_text(json.dumps({"deq": {"plain": [1.0, rate, rate ** 2], "rate": rate}}))
+        per_run.append(str(tmp_path / label / f"convergence_{label}.png"))
+
+    def fake_gather(slug, config, configs_dir, workdir, headline_part=None, claims=None):
+        assert slug == "pcdeq" and headline_part == "train_model_linear_variant_pcdeq1_act_tanh"
+        return Result(metrics=metrics, figures=list(per_run), claims=claims(metrics), notes="parts.")
+
+    monkeypatch.setattr(experiments, "gather_parts", fake_gather)
+    config = ml_collections.ConfigDict(dict(parts=_PARTS, scale="quick"))
+    result = experiments.reproduce(config, tmp_path)
+    assert [c.verdict for c in result.claims] == [HOLDS, HOLDS]
+    assert result.figures == [str(tmp_path / "convergence_all_networks.png")]       # the per-run ones replaced
+    assert (tmp_path / "convergence_all_networks.png").stat().st_size > 0
+    table = (tmp_path / "table.md").read_text().splitlines()
+    assert table[2] == "| linear pcDEQ-1 tanh | 70,410 | 1 | 0.8400 | 2.0 | — | — | 0.300 | 1.0e-07 |"
+    assert table[4] == "| linear explicit tanh | 70,410 | 1 | 0.8450 | 2.0 | — | — | — | — |"
+    assert result.notes == "Fashion-MNIST, scale quick. parts."
