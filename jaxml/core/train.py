@@ -57,6 +57,26 @@ def default_config() -> ml_collections.ConfigDict:
     return c
 
 
+# The loop settings of a `tiny` training config (seconds on a CPU; the tests run it).
+TINY_LOOP = dict(batch_size=32, eval_batch_size=200, num_steps=20, log_every_steps=5, eval_every_steps=10,
+                 checkpoint_every_steps=10)
+
+
+def training_config(experiment: str, arg: str | None, **spec: Any) -> tuple[ml_collections.ConfigDict, str]:
+    """`(config, scale)` for an experiment that trains with the loop: `default_config()` plus
+    `experiment`, `task` (the same registry name), `seed` and the `spec` keys parsed from `arg`
+    (see `jaxml.core.config.experiment_config`); at scale `tiny` the `TINY_LOOP` settings are applied."""
+    from jaxml.core.config import experiment_config
+
+    head, scale = experiment_config(experiment, arg, **spec)
+    c = default_config()
+    c.update(head.to_dict())
+    c.task = experiment
+    if scale == "tiny":
+        c.update(TINY_LOOP)
+    return c, scale
+
+
 @flax.struct.dataclass
 class TrainState:
     step: jax.Array

@@ -10,38 +10,24 @@ the loop's end-to-end baseline.
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
-from jaxml.core.train import default_config
+from jaxml.core.config import by_scale
+from jaxml.core.train import training_config
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = default_config()
-    c.experiment = "examples/fashion_mnist_cnn"
-    c.task = "examples/fashion_mnist_cnn"
-    c.seed = arg.seed
+    c, scale = training_config("examples/fashion_mnist_cnn", arg)
     c.model = ml_collections.ConfigDict(dict(features=(32, 64), hidden=128, dropout=0.0))
     c.data = ml_collections.ConfigDict(dict(train_examples=-1, test_examples=-1))
-    c.batch_size = 128
-    c.eval_batch_size = 1000
-    c.num_epochs = {"tiny": 1.0, "quick": 2.0, "full": 6.0}[scale]
+    c.num_epochs = by_scale(scale, tiny=1.0, quick=2.0, full=6.0)
     c.optimizer.learning_rate = 2e-3
     c.optimizer.weight_decay = 1e-4
     c.schedule.name = "cosine"
-    c.schedule.warmup_steps = {"tiny": 0, "quick": 100, "full": 200}[scale]
-    c.log_every_steps = 100
-    c.eval_every_steps = 469        # once per epoch
-    c.checkpoint_every_steps = 469
+    c.schedule.warmup_steps = by_scale(scale, tiny=0, quick=100, full=200)
     if scale == "tiny":
-        c.model.features = (8, 16)
-        c.model.hidden = 32
-        c.data.train_examples = 512
-        c.data.test_examples = 1000
-        c.batch_size = 32
-        c.eval_batch_size = 200
-        c.num_steps = 20
-        c.log_every_steps = 5
-        c.eval_every_steps = 10
-        c.checkpoint_every_steps = 10
+        c.model.features, c.model.hidden = (8, 16), 32
+        c.data.train_examples, c.data.test_examples = 512, 1000
+    else:
+        c.batch_size, c.eval_batch_size = 128, 1000
+        c.log_every_steps = 100
+        c.eval_every_steps = c.checkpoint_every_steps = 469     # once per epoch
     return c

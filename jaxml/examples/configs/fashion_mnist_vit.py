@@ -18,42 +18,29 @@ No paper number: this is the classifier the AttnLRP explanations are computed on
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
-from jaxml.core.train import default_config
+from jaxml.core.config import by_scale
+from jaxml.core.train import training_config
 
 _EVERY_EPOCH = 235   # steps; an epoch is 60000 // 256 = 234 (the loop drops the partial batch)
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = default_config()
-    c.experiment = "examples/fashion_mnist_vit"
-    c.task = "examples/fashion_mnist_vit"
-    c.seed = arg.seed
+    c, scale = training_config("examples/fashion_mnist_vit", arg)
     c.model = ml_collections.ConfigDict(dict(patch_size=4, hidden=64, layers=4, heads=4, mlp_hidden=128,
                                              pool="cls", dropout=0.0))
     c.data = ml_collections.ConfigDict(dict(train_examples=-1, test_examples=-1))
-    c.batch_size = 256
-    c.eval_batch_size = 1000
-    c.num_epochs = {"tiny": 1.0, "quick": 2.0, "full": 8.0}[scale]
+    c.num_epochs = by_scale(scale, tiny=1.0, quick=2.0, full=8.0)
     c.optimizer.learning_rate = 2e-3
     c.optimizer.weight_decay = 0.05
     c.optimizer.grad_clip_norm = 1.0
     c.schedule.name = "cosine"
-    c.schedule.warmup_steps = {"tiny": 0, "quick": 100, "full": _EVERY_EPOCH}[scale]
-    c.log_every_steps = 50
-    c.eval_every_steps = 2 * _EVERY_EPOCH
-    c.checkpoint_every_steps = _EVERY_EPOCH
+    c.schedule.warmup_steps = by_scale(scale, tiny=0, quick=100, full=_EVERY_EPOCH)
     if scale == "tiny":
-        c.model = ml_collections.ConfigDict(dict(patch_size=7, hidden=32, layers=2, heads=2, mlp_hidden=64,
-                                                 pool="cls", dropout=0.0))
-        c.data.train_examples = 512
-        c.data.test_examples = 1000
-        c.batch_size = 32
-        c.eval_batch_size = 200
-        c.num_steps = 20
-        c.log_every_steps = 5
-        c.eval_every_steps = 10
-        c.checkpoint_every_steps = 10
+        c.model.update(patch_size=7, hidden=32, layers=2, heads=2, mlp_hidden=64)
+        c.data.train_examples, c.data.test_examples = 512, 1000
+    else:
+        c.batch_size, c.eval_batch_size = 256, 1000
+        c.log_every_steps = 50
+        c.eval_every_steps = 2 * _EVERY_EPOCH
+        c.checkpoint_every_steps = _EVERY_EPOCH
     return c

@@ -8,14 +8,11 @@ windows of 512 every 256). Measured numbers: see the README's table.
 
 import ml_collections
 
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import experiment_config
 
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False)
-    scale = scale_of(arg)
-    c = ml_collections.ConfigDict()
-    c.experiment = "examples/smollm2_perplexity"
+    c, scale = experiment_config("examples/smollm2_perplexity", arg)
     c.corpus = "austen"
     c.split = "test"          # Persuasion under split seed 0
     c.split_seed = 0
