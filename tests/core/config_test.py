@@ -87,3 +87,32 @@ def test_load_config_with_arg_and_overrides(tmp_path):
 
 def test_flat_dict():
     assert config_lib.to_flat_dict(_config())["opt.b1"] == 0.9
+
+
+def test_experiment_config_parses_scale_seed_and_extra_keys():
+    c, scale = config_lib.experiment_config("pcm/recovery", "quick,seed=3,trials=7", trials=20)
+    assert (scale, c.experiment, c.seed, c.trials) == ("quick", "pcm/recovery", 3, 7)
+    c, scale = config_lib.experiment_config("pcm/recovery", None, trials=20)
+    assert (scale, c.seed, c.trials) == ("full", 0, 20)
+    with pytest.raises(ValueError, match="unknown key 'trails'"):
+        config_lib.experiment_config("pcm/recovery", "trails=3", trials=20)
+    with pytest.raises(ValueError, match="not both"):
+        config_lib.experiment_config("pcm/recovery", "tiny,quick")
+
+
+def test_by_scale_and_reproduce_config():
+    assert [config_lib.by_scale(s, tiny=1, quick=2, full=3) for s in ("tiny", "quick", "full")] == [1, 2, 3]
+    with pytest.raises(ValueError, match="accepted"):
+        config_lib.by_scale("huge", tiny=1, quick=2, full=3)
+    c = config_lib.reproduce_config("lqer", "tiny", tiny=["a"], quick=["a", "b"], full=["a", "b", "c"], conv=True)
+    assert (c.experiment, c.scale, c.parts, c.conv) == ("lqer/reproduce", "tiny", ("a",), True)
+    assert config_lib.reproduce_config("lqer", None, tiny=["a"], quick=["a", "b"], full=["c"]).parts == ("c",)
+
+
+def test_training_config_starts_from_the_loop_defaults():
+    from jaxml.core import train
+    c, scale = train.training_config("examples/fashion_mnist_cnn", "tiny,seed=5")
+    assert (scale, c.task, c.experiment, c.seed) == ("tiny", "examples/fashion_mnist_cnn", "examples/fashion_mnist_cnn", 5)
+    assert {k: c[k] for k in train.TINY_LOOP} == train.TINY_LOOP
+    full, _ = train.training_config("examples/fashion_mnist_cnn", None)
+    assert full.batch_size == train.default_config().batch_size and full.num_steps == -1
