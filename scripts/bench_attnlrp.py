@@ -31,9 +31,7 @@ import importlib
 import json
 import os
 import pathlib
-import statistics
 import sys
-import time
 import types
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -80,15 +78,6 @@ def _patch_transformers_llama_with_lxt():
         modeling_llama.ALL_ATTENTION_FUNCTIONS = interface
 
 
-def _median_ms(fn, reps):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def main(argv):
     del argv
     if not flags.FLAGS["verbosity"].present:
@@ -108,6 +97,7 @@ def main(argv):
     import jax.numpy as jnp
     import numpy as np
 
+    from jaxml.core.benchmark import timed
     from jaxml.models import llama
     from jaxml.papers.attnlrp import explain
 
@@ -146,12 +136,8 @@ def main(argv):
             hf(inputs_embeds=embeds, use_cache=False).logits[0, -1, target].backward()
             return (embeds * embeds.grad).sum(-1)[0].detach().numpy()
 
-        t0 = time.perf_counter()
-        rel_ours = ours()
-        first_s = time.perf_counter() - t0
-        rel_theirs = theirs()   # warm-up
-        ms_ours = _median_ms(ours, _REPS.value)
-        ms_theirs = _median_ms(theirs, _REPS.value)
+        first_s, ms_ours, rel_ours = timed(ours, _REPS.value)
+        _, ms_theirs, rel_theirs = timed(theirs, _REPS.value)   # its first call is the warm-up
         cos = float(np.dot(rel_ours, rel_theirs) / (np.linalg.norm(rel_ours) * np.linalg.norm(rel_theirs)))
         row = {"len": n, "target": target, "jaxml_ms": ms_ours, "lxt_ms": ms_theirs,
                "ratio_lxt_over_jaxml": ms_theirs / ms_ours, "jaxml_first_call_s_incl_compile": first_s,

@@ -2,13 +2,18 @@
 
 Registered: `attnlrp/faithfulness_llm`, `attnlrp/faithfulness_minilm`, `attnlrp/faithfulness_vit`,
 `attnlrp/cost`, `attnlrp/reproduce` (all of them at one scale). Configs in `configs/<name>.py`.
+
+Every batch has the same shape (the last one is padded), so each program compiles once; `cost`
+at the quick scale uses the shapes of `faithfulness_llm`, so within one `reproduce` it reuses that
+part's compiled programs. Tiny configs cut the models to their first layers (`model_layers`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import pathlib
-import time
 
 import flax.linen as nn
 import jax
@@ -16,9 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.core import registry
-from jaxml.core.experiment import Result, gather_parts
+from jaxml.core.benchmark import median_ms, timed
+from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot, save_figure
 from jaxml.nn.ops import DEFAULT_OPS, Ops
-from jaxml.papers.attnlrp import baselines, data, explain, faithfulness, heatmap
+from jaxml.papers.attnlrp import baselines, claims, data, explain, faithfulness, heatmap
 
 LLM_METHODS = ("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
                "attention_rollout", "random")
@@ -27,25 +33,24 @@ VIT_METHODS = ("attnlrp_gamma", "attnlrp", "cp_lrp_gamma", "gradient_x_input", "
 
 
 def explain_scores(method: str, model, params, args, kwargs, target, position, config, point="embeddings",
-                   rule_kwargs=None, seed=0, shape=None) -> np.ndarray:
+                   seed=0, shape=None) -> np.ndarray:
     """Relevance per position [batch, len] from one method (sum over the feature axis).
 
     `shape` ([batch, len] at `point`) is needed by the random baseline only.
     """
-    rule_kwargs = dict(rule_kwargs or {})
     common = dict(target=target, position=position, model_kwargs=kwargs)
     if method in ("attnlrp_gamma", "cp_lrp_gamma"):   # the gamma rule on every Linear layer (ViT)
         return explain.relevance(model, params, args, rules=method.removesuffix("_gamma"), points=(point,),
                                  gamma=config.gamma, **common).per_token(point)
     if method in ("attnlrp", "cp_lrp", "gradient_x_input"):
         rules = "gradient" if method == "gradient_x_input" else method
-        kw = rule_kwargs if method != "gradient_x_input" else {}
-        return explain.relevance(model, params, args, rules=rules, points=(point,), **common, **kw).per_token(point)
+        return explain.relevance(model, params, args, rules=rules, points=(point,), **common).per_token(point)
     if method == "integrated_gradients":
-        return baselines.integrated_gradients(model, params, args, point=point, steps=config.ig_steps, **common).sum(-1)
+        return baselines.integrated_gradients(model, params, args, point=point, steps=config.ig_steps,
+                                              chunk=config.ig_chunk, **common).sum(-1)
     if method == "smoothgrad":
         return baselines.smoothgrad(model, params, args, point=point, samples=config.smoothgrad_samples,
-                                    noise=config.smoothgrad_noise, seed=seed, **common).sum(-1)
+                                    noise=config.smoothgrad_noise, seed=seed, chunk=config.ig_chunk, **common).sum(-1)
     if method == "attention_rollout":
         return baselines.attention_rollout(model, params, args, position=position, model_kwargs=kwargs)
     if method == "random":
@@ -55,99 +60,140 @@ def explain_scores(method: str, model, params, args, kwargs, target, position, c
     raise ValueError(f"unknown method {method!r}; accepted: {sorted(set(LLM_METHODS + VIT_METHODS))}")
 
 
-def _summarise(abc: dict[str, np.ndarray], reference: str = "attnlrp") -> dict[str, float]:
-    out = {}
-    for m, v in abc.items():
-        out[f"abc_{m}"] = float(v.mean())
-        out[f"abc_{m}_se"] = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
-        if m != reference and reference in abc:
-            d = abc[reference] - v
-            out[f"{reference}_minus_{m}"] = float(d.mean())
-            out[f"{reference}_minus_{m}_se"] = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
-    return out
-
-
-def _plot_curves(path, curves: dict[str, dict[str, np.ndarray]], title: str, ylabel: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _plot_curves(path, curves: dict[str, dict[str, np.ndarray]], title: str, ylabel: str) -> str:
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for name, c in curves.items():
-        axes[0].plot(c["fractions"], c["morf"].mean(0), label=name)
-        axes[1].plot(c["fractions"], c["lerf"].mean(0), label=name)
+        axes[0].plot(c["fractions"], c["morf"].mean(0), label=claims.NAMES.get(name, name))
+        axes[1].plot(c["fractions"], c["lerf"].mean(0), label=claims.NAMES.get(name, name))
     axes[0].set(title=f"{title}: MoRF (most relevant removed first)", xlabel="fraction of inputs zeroed", ylabel=ylabel)
     axes[1].set(title="LeRF (least relevant first)", xlabel="fraction of inputs zeroed")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
+    return save_figure(fig, path)
+
+
+def _timed_call(fn):
+    """(seconds, result) of one call of `fn`, waited for (`jaxml.core.benchmark.median_ms` of one run)."""
+    out = []
+    ms = median_ms(lambda: out.append(fn()) or out[-1], 1)
+    return ms / 1e3, out[0]
+
+
+def _batches(n: int, batch_size: int):
+    """(slice of the real rows, take-indices padded to batch_size by repeating the last row)."""
+    for start in range(0, n, batch_size):
+        stop = min(start + batch_size, n)
+        take = np.concatenate([np.arange(start, stop), np.full(batch_size - (stop - start), stop - 1)])
+        yield slice(start, stop), take
+
+
+class _Collector:
+    """Per-example areas and the summed curves of each method over batches (padding rows dropped)."""
+
+    def __init__(self, methods):
+        self.abc = {m: [] for m in methods}
+        self.curves = {m: [] for m in methods}
+
+    def add(self, curves: dict[str, dict[str, np.ndarray]], real: int):
+        for m, c in curves.items():
+            c = {"morf": c["morf"][:real], "lerf": c["lerf"][:real], "fractions": c["fractions"]}
+            self.abc[m].append(faithfulness.area_between_curves(c))
+            self.curves[m].append(c)
+
+    def result(self):
+        abc = {m: np.concatenate(v) for m, v in self.abc.items() if v}
+        merged = {m: {"morf": np.concatenate([c["morf"] for c in cs]), "lerf": np.concatenate([c["lerf"] for c in cs]),
+                      "fractions": cs[0]["fractions"]} for m, cs in self.curves.items() if cs}
+        return abc, merged
 
 
 # --- SmolLM2 ------------------------------------------------------------------------------------
 
+def smollm2(layers: int = 0):
+    """`load_smollm2()`, cut to its first `layers` blocks when 0 < layers < 30 (tiny configs)."""
+    from jaxml.models.llama import load_smollm2
+
+    model, params, tok = load_smollm2()
+    if 0 < layers < model.config.layers:
+        model = model.clone(config=dataclasses.replace(model.config, layers=layers))
+        params = {k: v for k, v in params.items()
+                  if not (k.startswith("layers_") and int(k.removeprefix("layers_")) >= layers)}
+    return model, params, tok
+
+
+@functools.lru_cache(maxsize=8)
+def _greedy_program(model):
+    """Jitted `(params, args, kwargs, position) -> the predicted class [batch]` (at `position` for models
+    with per-position logits; `position=None` for [batch, classes] logits)."""
+    def run(params, args, kwargs, position):
+        logits = explain.default_logits(model.apply({"params": params}, *args, **kwargs))
+        if position is not None:
+            logits = jnp.take_along_axis(logits, position[:, None, None], axis=1)[:, 0]
+        return jnp.argmax(logits, -1)
+    return jax.jit(run)
+
+
+def _llm_batch(prefixes, take):
+    args = (jnp.asarray(prefixes.tokens[take]), jnp.asarray(prefixes.positions[take]))
+    return args, {"key_valid": jnp.asarray(prefixes.valid[take])}
+
+
+def _scale_setting(config) -> bool:
+    """Whether the run can speak to the paper's claims (not a tiny run on a cut model)."""
+    return config.get("model_layers", 0) == 0
+
+
 @registry.experiment("attnlrp/faithfulness_llm")
 def faithfulness_llm(config, workdir) -> Result:
     """Perturbation faithfulness of next-token explanations on SmolLM2-135M-Instruct."""
-    from jaxml.models.llama import load_smollm2
-
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    model, params, tok = load_smollm2()
-    prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=config.num_examples, length=config.length,
+    workdir = make_workdir(workdir)
+    model, params, tok = smollm2(config.model_layers)
+    n = config.num_examples
+    prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=n, length=config.length,
                                     min_tokens=config.min_tokens, seed=config.seed)
     methods = tuple(config.methods)
-    abc = {m: [] for m in methods}
-    curves = {m: [] for m in methods}
-    seconds = {m: 0.0 for m in methods}
+    if methods[0] != "attnlrp":
+        raise ValueError(f"faithfulness_llm: methods must start with 'attnlrp' (the reference), got {methods}")
+    collect = _Collector(methods)
+    times = {m: [] for m in methods}   # seconds per batch and method; the first batch compiles
     conservation, heat_rows, heat_html = [], [], []
     last = config.length - 1
-    n = len(prefixes.tokens)
-    for start in range(0, n, config.batch_size):
-        sl = slice(start, start + config.batch_size)
-        args = (jnp.asarray(prefixes.tokens[sl]), jnp.asarray(prefixes.positions[sl]))
-        kwargs = {"key_valid": jnp.asarray(prefixes.valid[sl])}
-        logits = model.apply({"params": params}, *args, **kwargs)[0][:, last]
-        target = np.asarray(jnp.argmax(logits, -1))
-        position = np.full(len(target), last)
-        t0 = time.perf_counter()
-        lrp = explain.relevance(model, params, args, target=target, position=position, rules="attnlrp",
-                                model_kwargs=kwargs)
-        seconds["attnlrp"] = seconds.get("attnlrp", 0.0) + time.perf_counter() - t0
-        conservation += list(lrp.conservation("embeddings"))
+    fractions = np.linspace(0, 1, config.steps)
+    for sl, take in _batches(n, config.batch_size):
+        real = sl.stop - sl.start
+        args, kwargs = _llm_batch(prefixes, take)
+        position = np.full(config.batch_size, last)
+        target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
+        seconds, lrp = _timed_call(lambda: explain.relevance(model, params, args, target=target, position=position,
+                                                             rules="attnlrp", model_kwargs=kwargs))
+        times["attnlrp"].append(seconds)
+        conservation += list(lrp.conservation("embeddings")[:real])
         values = lrp.values["embeddings"]
-        for m in methods:
-            t0 = time.perf_counter()
-            scores = lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
-                m, model, params, args, kwargs, target, position, config, seed=start, shape=values.shape[:2])
-            if m != "attnlrp":
-                seconds[m] += time.perf_counter() - t0
-            removable = prefixes.valid[sl].copy()
-            if config.protect_first:   # keep each prefix's first token (the attention sink) in place
-                removable[np.arange(len(removable)), removable.argmax(1)] = False
-            c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32),
-                                                 removable, target=target, position=position,
-                                                 fractions=np.linspace(0, 1, config.steps), model_kwargs=kwargs,
-                                                 chunk=len(target) * config.steps)
-            abc[m].append(faithfulness.area_between_curves(c))
-            curves[m].append(c)
-            if m == "attnlrp" and len(heat_rows) < config.heatmaps:
-                for b in range(min(len(target), config.heatmaps - len(heat_rows))):
-                    valid = prefixes.valid[sl][b]
-                    toks = [tok.decode([i]) for i in prefixes.tokens[sl][b][valid]]
-                    title = f"next token {tok.decode([int(target[b])])!r} ({prefixes.corpus[start + b]})"
-                    heat_rows.append((title, toks, scores[b][valid]))
-                    heat_html.append(heatmap.tokens_html(toks, scores[b][valid], title))
-        done = min(start + config.batch_size, n)
-        print(f"[attnlrp] {done}/{n} examples; mean ABC so far: "
-              + ", ".join(f"{m} {np.concatenate(abc[m]).mean():.3f}" for m in methods), flush=True)
-    abc = {m: np.concatenate(v) for m, v in abc.items()}
-    merged = {m: {k: (np.concatenate([c[k] for c in cs]) if k != "fractions" else cs[0][k]) for k in cs[0]}
-              for m, cs in curves.items()}
-    metrics = _summarise(abc)
-    metrics.update({f"seconds_{m}": s for m, s in seconds.items()})   # compilation included
+        scores = {"attnlrp": lrp.per_token("embeddings")}
+        for m in methods[1:]:
+            seconds, scores[m] = _timed_call(lambda: explain_scores(
+                m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2]))
+            times[m].append(seconds)
+        removable = prefixes.valid[take].copy()
+        if config.protect_first:   # keep each prefix's first token (the attention sink) in place
+            removable[np.arange(len(removable)), removable.argmax(1)] = False
+        collect.add(faithfulness.curves_for_methods(
+            model, params, args, values, {m: np.asarray(s, np.float32) for m, s in scores.items()}, removable,
+            target=target, position=position, fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk),
+            real)
+        for b in range(min(real, config.heatmaps - len(heat_rows))):
+            valid = prefixes.valid[take[b]]
+            toks = [tok.decode([i]) for i in prefixes.tokens[take[b]][valid]]
+            title = f"next token {tok.decode([int(target[b])])!r} ({prefixes.corpus[take[b]]})"
+            heat_rows.append((title, toks, scores["attnlrp"][b][valid]))
+            heat_html.append(heatmap.tokens_html(toks, scores["attnlrp"][b][valid], title))
+        abc_so_far, _ = collect.result()
+        print(f"[attnlrp] {sl.stop}/{n} examples; mean area so far: "
+              + ", ".join(f"{m} {v.mean():.3f}" for m, v in abc_so_far.items()), flush=True)
+    abc, merged = collect.result()
+    metrics = faithfulness.summarise(abc)
     cons = np.asarray(conservation)
+    metrics.update({f"seconds_{m}": float(np.sum(t)) for m, t in times.items()})   # compilation included
     metrics.update(num_examples=float(n), conservation_mean=float(cons.mean()),
                    conservation_median=float(np.median(cons)), conservation_min=float(cons.min()),
                    conservation_max=float(cons.max()))
@@ -159,20 +205,46 @@ def faithfulness_llm(config, workdir) -> Result:
     (workdir / "per_example.json").write_text(json.dumps(
         {"abc": {m: v.tolist() for m, v in abc.items()}, "conservation": cons.tolist(),
          "corpus": prefixes.corpus}, indent=1))
-    required = [m for m in ("gradient_x_input", "integrated_gradients", "random") if m in abc]
-    beaten = [m for m in required if metrics["abc_attnlrp"] > metrics[f"abc_{m}"]]
-    not_beaten = [m for m in required if m not in beaten]
+    comparable = _scale_setting(config)
+    model_name = "SmolLM2-135M" if comparable else f"SmolLM2-135M cut to {config.model_layers} layers"
+    setting = f"{model_name}, {n} held-out prefixes"
+    found = [claims.faithfulness_claim(metrics, setting, comparable=comparable,
+                                       ig_steps=config.ig_steps if "integrated_gradients" in methods else None),
+             claims.conservation_claim(metrics, setting)]
+    if config.cost_claim and {"attnlrp", "gradient_x_input", "integrated_gradients"} <= set(methods):
+        found.append(_cost_from_run(config, model, params, args, kwargs, target, position, times, metrics,
+                                    f"{model_name}, batch {config.batch_size} x {config.length} tokens",
+                                    comparable))
     return Result(
-        metrics=metrics, headline="abc_attnlrp", figures=figures,
-        notes=(f"{n} held-out prefixes ({', '.join(config.corpora)} test documents), {config.length} tokens at most, "
-               f"explaining SmolLM2-135M-Instruct's greedy next token; input embeddings zeroed in "
+        metrics=metrics, headline="abc_attnlrp", figures=figures, claims=found,
+        notes=(f"{n} held-out prefixes ({', '.join(config.corpora)} test documents), {config.min_tokens}-"
+               f"{config.length} tokens, explaining {model_name}'s greedy next token; input embeddings zeroed in "
                f"{config.steps} steps{' (the first token of each prefix never zeroed)' if config.protect_first else ''}; "
-               "area between LeRF and MoRF curves in logit units (mean over examples). "
-               + (f"On the mean AttnLRP beats each of {', '.join(required)}. " if not not_beaten else
-                  (f"On the mean AttnLRP beats {', '.join(beaten)} but not {', '.join(not_beaten)}. " if beaten else
-                   f"On the mean AttnLRP beats none of {', '.join(required)}. "))
-               + 
-               "The paper's Table 1 (LLaMA-2-7B, 4000 examples) is not reproduced at this scale."))
+               "area between LeRF and MoRF curves in logit units. The paper's Table 1 is on LLaMA-2-7B "
+               "(4000 examples)."))
+
+
+def _cost_from_run(config, model, params, args, kwargs, target, position, times, metrics, setting, comparable):
+    """The cost claim from a faithfulness run (quick scale, where `cost` is not run): AttnLRP and a
+    plain forward+backward (Gradient x Input's program) timed again on the last batch, warm
+    (`config.cost_repeats` calls, median); IG from its calls in the batches. With `ig_chunk=1` IG only
+    calls Gradient x Input's program, compiled before it (methods run in order), so every batch's IG
+    time is warm; with a vmapped IG program of its own the first batch (compilation) is left out."""
+    methods = tuple(config.methods)
+    if methods.index("gradient_x_input") > methods.index("integrated_gradients") and config.ig_chunk == 1:
+        raise ValueError("faithfulness_llm: run gradient_x_input before integrated_gradients (its warm time)")
+    ig_times = times["integrated_gradients"] if config.ig_chunk == 1 else times["integrated_gradients"][1:]
+    if not ig_times:
+        raise ValueError("faithfulness_llm: a vmapped IG (ig_chunk > 1) needs two batches for a warm time")
+    run = lambda rules: (lambda: explain.gradients(model, params, args, target=target, position=position,
+                                                   rules=rules, model_kwargs=kwargs))
+    t = {"seconds_forward_backward": median_ms(run("gradient"), config.cost_repeats) / 1e3,
+         "seconds_attnlrp": median_ms(run("attnlrp"), config.cost_repeats) / 1e3,
+         "seconds_ig": float(np.median(ig_times))}
+    t.update(claims.cost_ratios(t["seconds_forward_backward"], t["seconds_attnlrp"], t["seconds_ig"]))
+    metrics.update({f"cost_{k}": v for k, v in t.items()})
+    return claims.cost_claim(t, f"{setting}, median of {config.cost_repeats} warm calls ({len(ig_times)} for IG)",
+                             config.ig_steps, comparable=comparable)
 
 
 # --- Cost -----------------------------------------------------------------------------------------
@@ -180,39 +252,34 @@ def faithfulness_llm(config, workdir) -> Result:
 @registry.experiment("attnlrp/cost")
 def cost(config, workdir) -> Result:
     """Wall time of AttnLRP against one forward+backward pass and against Integrated Gradients."""
-    from jaxml.models.llama import load_smollm2
-
     del workdir
-    model, params, tok = load_smollm2()
-    prefixes = data.sample_prefixes(tok, ("austen",), n=config.batch_size, length=config.length,
-                                    min_tokens=min(config.length - 1, 8), seed=config.seed)
-    args = (jnp.asarray(prefixes.tokens), jnp.asarray(prefixes.positions))
-    kwargs = {"key_valid": jnp.asarray(prefixes.valid)}
+    model, params, tok = smollm2(config.model_layers)
+    prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=config.batch_size, length=config.length,
+                                    min_tokens=config.min_tokens, seed=config.seed)
+    args, kwargs = _llm_batch(prefixes, np.arange(config.batch_size))
     target = np.zeros(config.batch_size, np.int32) + 13
     position = np.full(config.batch_size, config.length - 1)
 
-    def timed(fn):
-        jax.block_until_ready(fn())   # compile
-        times = []
-        for _ in range(config.repeats):
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times))
-
     grad = lambda rules: (lambda: explain.gradients(model, params, args, target=target, position=position,
                                                     rules=rules, model_kwargs=kwargs))
-    t_fb = timed(grad("gradient"))
-    t_lrp = timed(grad("attnlrp"))
-    t_ig = timed(lambda: baselines.integrated_gradients(model, params, args, target=target, position=position,
-                                                        steps=config.ig_steps, chunk=config.ig_chunk,
-                                                        model_kwargs=kwargs))
+    ig = lambda: baselines.integrated_gradients(model, params, args, target=target, position=position,
+                                                steps=config.ig_steps, chunk=config.ig_chunk, model_kwargs=kwargs)
+    # (first call incl. compilation [s], median of the next calls [ms], result)
+    first_fb, ms_fb, _ = timed(grad("gradient"), config.repeats)
+    first_lrp, ms_lrp, _ = timed(grad("attnlrp"), config.repeats)
+    first_ig, ms_ig, _ = timed(ig, config.ig_repeats)
+    metrics = {"seconds_forward_backward": ms_fb / 1e3, "seconds_attnlrp": ms_lrp / 1e3, "seconds_ig": ms_ig / 1e3,
+               "first_call_seconds_forward_backward": first_fb, "first_call_seconds_attnlrp": first_lrp,
+               "first_call_seconds_ig": first_ig}
+    metrics.update(claims.cost_ratios(ms_fb, ms_lrp, ms_ig))
+    comparable = _scale_setting(config)
+    setting = (f"{'SmolLM2-135M' if comparable else f'SmolLM2-135M cut to {config.model_layers} layers'}, batch "
+               f"{config.batch_size} x {config.length} tokens, {jax.devices()[0].platform}")
     return Result(
-        metrics={"attnlrp_over_forward_backward": t_lrp / t_fb, "ig_over_attnlrp": t_ig / t_lrp,
-                 "seconds_forward_backward": t_fb, "seconds_attnlrp": t_lrp, "seconds_ig": t_ig},
-        headline="attnlrp_over_forward_backward",
-        notes=(f"SmolLM2-135M, batch {config.batch_size} x {config.length} tokens, median of {config.repeats} "
-               f"runs on {jax.devices()[0].platform}; IG with {config.ig_steps} steps ({config.ig_chunk} per call)."))
+        metrics=metrics, headline="attnlrp_over_forward_backward",
+        claims=[claims.cost_claim(metrics, setting, config.ig_steps, comparable=comparable)],
+        notes=(f"{setting}; median of {config.repeats} warm runs ({config.ig_repeats} for IG), compilation "
+               f"excluded; IG with {config.ig_steps} steps ({config.ig_chunk} per vmapped call)."))
 
 
 # --- MiniLM sentence similarity -------------------------------------------------------------------
@@ -241,63 +308,66 @@ def faithfulness_minilm(config, workdir) -> Result:
     """Which words of a sentence make all-MiniLM-L6-v2 find it similar to the next sentence."""
     from jaxml.models.bert import SentenceEncoder
 
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = make_workdir(workdir)
     enc = SentenceEncoder.load()
-    sentences = [s for s in data.held_out_sentences("austen") if 6 <= len(s.split()) <= 40]
+    sentences = [s for s in data.held_out_sentences("austen") if 6 <= len(s.split()) <= config.max_words]
     rng = np.random.default_rng(config.seed)
-    idx = rng.choice(len(sentences) - 1, size=config.num_examples, replace=False)
+    n = config.num_examples
+    idx = rng.choice(len(sentences) - 1, size=n, replace=False)
     first, second = [sentences[i] for i in idx], [sentences[i + 1] for i in idx]
-    reference = enc.encode(second)
+    bert_config, bert_params = enc.config, enc.params
+    if 0 < config.model_layers < bert_config.num_hidden_layers:
+        bert_config = dataclasses.replace(bert_config, num_hidden_layers=config.model_layers)
+        bert_params = {k: v for k, v in bert_params.items()
+                       if not (k.startswith("layers_") and int(k.removeprefix("layers_")) >= config.model_layers)}
+    reference = enc.encode(second, batch_size=config.batch_size)
     ids, mask, _ = enc.tokenize(first)
     pad = config.length - ids.shape[1]
     if pad < 0:
         ids, mask = ids[:, :config.length], mask[:, :config.length]
     else:
         ids, mask = np.pad(ids, ((0, 0), (0, pad))), np.pad(mask, ((0, 0), (0, pad)))
-    model = SentenceSimilarity(enc.config)
-    params = {"bert": enc.params}
+    model = SentenceSimilarity(bert_config)
+    params = {"bert": bert_params}
     point = "bert/embeddings/word_embeddings"
-    methods = tuple(config.methods)
-    abc = {m: [] for m in methods}
-    curves = {m: [] for m in methods}
+    methods = tuple(m for m in config.methods if m != "attention_rollout")   # BERT does not sow its weights
+    collect = _Collector(methods)
     heat = []
-    for start in range(0, config.num_examples, config.batch_size):
-        sl = slice(start, start + config.batch_size)
-        args = (jnp.asarray(ids[sl]), jnp.asarray(mask[sl]), jnp.asarray(reference[sl]))
-        target = np.zeros(len(ids[sl]), np.int32)
+    fractions = np.linspace(0, 1, config.steps)
+    for sl, take in _batches(n, config.batch_size):
+        real = sl.stop - sl.start
+        args = (jnp.asarray(ids[take]), jnp.asarray(mask[take]), jnp.asarray(reference[take]))
+        target = np.zeros(config.batch_size, np.int32)
         lrp = explain.relevance(model, params, args, target=target, rules="attnlrp", points=(point,))
         values = lrp.values[point]
-        valid = mask[sl].astype(bool)
-        for m in methods:
-            if m == "attnlrp":
-                scores = lrp.per_token(point)
-            elif m == "attention_rollout":
-                continue
-            else:
-                scores = explain_scores(m, model, params, args, {}, target, None, config, point=point, seed=start,
-                                        shape=values.shape[:2])
-            c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32), valid,
-                                                 target=target, point=point, fractions=np.linspace(0, 1, config.steps),
-                                                 chunk=len(target) * config.steps)
-            abc[m].append(faithfulness.area_between_curves(c))
-            curves[m].append(c)
-            if m == "attnlrp" and len(heat) < config.heatmaps:
-                for b in range(min(len(target), config.heatmaps - len(heat))):
-                    toks = [enc.tokenizer.id_to_token(int(i)) for i in ids[sl][b][valid[b]]]
-                    heat.append(heatmap.tokens_html(toks, scores[b][valid[b]],
-                                                    f"similar to: {second[start + b][:80]!r}"))
-    abc = {m: np.concatenate(v) for m, v in abc.items() if v}
-    merged = {m: {k: (np.concatenate([c[k] for c in cs]) if k != "fractions" else cs[0][k]) for k in cs[0]}
-              for m, cs in curves.items() if cs}
-    metrics = _summarise(abc)
-    metrics["num_examples"] = float(config.num_examples)
+        valid = mask[take].astype(bool)
+        scores = {m: lrp.per_token(point) if m == "attnlrp" else explain_scores(
+                      m, model, params, args, {}, target, None, config, point=point, seed=sl.start,
+                      shape=values.shape[:2]) for m in methods}
+        collect.add(faithfulness.curves_for_methods(
+            model, params, args, values, {m: np.asarray(s, np.float32) for m, s in scores.items()}, valid,
+            target=target, point=point, fractions=fractions, chunk=config.curve_chunk), real)
+        for b in range(min(real, config.heatmaps - len(heat))):
+            toks = [enc.tokenizer.id_to_token(int(i)) for i in ids[take[b]][valid[b]]]
+            heat.append(heatmap.tokens_html(toks, scores["attnlrp"][b][valid[b]],
+                                            f"similar to: {second[take[b]][:80]!r}"))
+    abc, merged = collect.result()
+    metrics = faithfulness.summarise(abc)
+    metrics["num_examples"] = float(n)
     figures = [_plot_curves(workdir / "minilm_perturbation_curves.png", merged, "MiniLM similarity", "10 x cosine"),
                str(heatmap.write_html(workdir / "minilm_heatmaps.html", heat, "AttnLRP for MiniLM sentence similarity"))]
-    return Result(metrics=metrics, headline="abc_attnlrp", figures=figures,
-                  notes=(f"{config.num_examples} consecutive sentence pairs from the held-out Austen novel; target "
-                         "10 x cosine similarity of all-MiniLM-L6-v2 embeddings; word embeddings of the first "
-                         "sentence zeroed MoRF/LeRF."))
+    comparable = config.model_layers == 0
+    model_name = ("all-MiniLM-L6-v2" if comparable
+                  else f"all-MiniLM-L6-v2 cut to {config.model_layers} layers")
+    setting = f"{model_name} sentence similarity, {n} held-out sentence pairs"
+    return Result(
+        metrics=metrics, headline="abc_attnlrp", figures=figures,
+        claims=[claims.faithfulness_claim(metrics, setting, comparable=comparable,
+                                          ig_steps=config.ig_steps if "integrated_gradients" in methods else None)],
+        notes=(f"{n} consecutive sentence pairs from the held-out Austen novel (first sentence of 6 to "
+               f"{config.max_words} words); target 10 x cosine similarity "
+               f"of {model_name} embeddings; word embeddings of the first sentence ({config.length} tokens at "
+               f"most) zeroed MoRF/LeRF in {config.steps} steps."))
 
 
 # --- Fashion-MNIST ViT ---------------------------------------------------------------------------
@@ -306,67 +376,69 @@ def faithfulness_minilm(config, workdir) -> Result:
 def faithfulness_vit(config, workdir) -> Result:
     """Patch-perturbation faithfulness of ViT explanations on Fashion-MNIST test images.
 
-    The ViT is trained first with the one loop (`examples/fashion_mnist_vit` at `config.vit_scale`)
-    in `workdir/vit`, or loaded from `config.vit_workdir` if that names a finished run.
+    The ViT is trained first with the one loop (`examples/fashion_mnist_vit` at `config.vit_scale`,
+    with `config.vit_overrides`) in `workdir/vit`, or loaded from `config.vit_workdir` if that
+    names a finished run.
     """
     from jaxml.core.classification import to_float_images
     from jaxml.core.config import load_config
     from jaxml.core.train import train_and_evaluate
     from jaxml.data import fashion_mnist
 
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = make_workdir(workdir)
     vit_config_path = pathlib.Path(registry.config_path("examples/fashion_mnist_vit"))
     arg = "" if config.vit_scale == "full" else config.vit_scale
-    vit_config = load_config(f"{vit_config_path}:{arg}" if arg else str(vit_config_path))
+    vit_config = load_config(f"{vit_config_path}:{arg}" if arg else str(vit_config_path), tuple(config.vit_overrides))
     task = registry.get_task(vit_config.task)(vit_config)   # by name: the shared ViT test bed
     outcome = train_and_evaluate(vit_config, config.vit_workdir or workdir / "vit", task=task)
     params = jax.device_get(outcome.state.params)
     model = task.model
     test = fashion_mnist.load("test")
-    idx = np.random.default_rng(config.seed).choice(len(test), size=config.num_examples, replace=False)
+    n = config.num_examples
+    idx = np.random.default_rng(config.seed).choice(len(test), size=n, replace=False)
     batch = test[np.sort(idx)]
     images = np.asarray(to_float_images(jnp.asarray(batch["image"])))
     methods = tuple(config.methods)
-    abc = {m: [] for m in methods}
-    curves = {m: [] for m in methods}
+    reference = "attnlrp_gamma" if "attnlrp_gamma" in methods else "attnlrp"
+    collect = _Collector(methods)
     correct = []
     pixel_maps = None
-    for start in range(0, config.num_examples, config.batch_size):
-        sl = slice(start, start + config.batch_size)
-        args = (jnp.asarray(images[sl]),)
-        logits = model.apply({"params": params}, *args)
-        target = np.asarray(jnp.argmax(logits, -1))
-        correct += list(target == batch["label"][sl])
-        base = explain.relevance(model, params, args, target=target, rules="gradient", points=("patches",))
-        values = base.values["patches"]
+    fractions = np.linspace(0, 1, config.steps)
+    for sl, take in _batches(n, config.batch_size):
+        real = sl.stop - sl.start
+        args = (jnp.asarray(images[take]),)
+        target = np.asarray(_greedy_program(model)(params, args, {}, None))
+        correct += list((target == batch["label"][take])[:real])
+        # The reference method's relevance at the patches (scored) and the pixels (drawn), in one pass.
+        ref = explain.relevance(model, params, args, target=target, rules="attnlrp", points=("patches", "pixels"),
+                                gamma=config.gamma if reference == "attnlrp_gamma" else None)
+        values = ref.values["patches"]
         valid = np.ones(values.shape[:2], bool)
-        for m in methods:
-            scores = explain_scores(m, model, params, args, {}, target, None, config, point="patches", seed=start,
-                                    shape=values.shape[:2])
-            c = faithfulness.perturbation_curves(model, params, args, values, np.asarray(scores, np.float32), valid,
-                                                 target=target, point="patches", fractions=np.linspace(0, 1, config.steps),
-                                                 chunk=len(target) * config.steps)
-            abc[m].append(faithfulness.area_between_curves(c))
-            curves[m].append(c)
+        scores = {m: ref.per_token("patches") if m == reference else explain_scores(
+                      m, model, params, args, {}, target, None, config, point="patches", seed=sl.start,
+                      shape=values.shape[:2]) for m in methods}
+        collect.add(faithfulness.curves_for_methods(
+            model, params, args, values, {m: np.asarray(s, np.float32) for m, s in scores.items()}, valid,
+            target=target, point="patches", fractions=fractions, chunk=config.curve_chunk), real)
         if pixel_maps is None:
-            n = min(config.heatmaps, len(target))
-            pix = explain.relevance(model, params, (args[0][:n],), target=target[:n], rules="attnlrp",
-                                    points=("pixels",), gamma=config.gamma)
-            pixel_maps = (images[sl][:n, ..., 0], pix.relevance["pixels"][..., 0],
-                          [f"{fashion_mnist.CLASS_NAMES[t]}" for t in target[:n]])
-    abc = {m: np.concatenate(v) for m, v in abc.items()}
-    merged = {m: {k: (np.concatenate([c[k] for c in cs]) if k != "fractions" else cs[0][k]) for k in cs[0]}
-              for m, cs in curves.items()}
-    metrics = _summarise(abc, reference="attnlrp_gamma" if "attnlrp_gamma" in abc else "attnlrp")
-    metrics.update(num_examples=float(config.num_examples), vit_test_accuracy=float(outcome.metrics["test/accuracy"]),
+            k = min(config.heatmaps, real)
+            pixel_maps = (images[take][:k, ..., 0], ref.relevance["pixels"][:k, ..., 0],
+                          [f"{fashion_mnist.CLASS_NAMES[t]}" for t in target[:k]])
+    abc, merged = collect.result()
+    metrics = faithfulness.summarise(abc, reference=reference)
+    metrics.update(num_examples=float(n), vit_test_accuracy=float(outcome.metrics["test/accuracy"]),
                    accuracy_on_explained=float(np.mean(correct)))
     figures = [_plot_curves(workdir / "vit_perturbation_curves.png", merged, "Fashion-MNIST ViT", "target logit"),
                str(heatmap.pixels_png(workdir / "vit_pixel_heatmaps.png", *pixel_maps))]
-    return Result(metrics=metrics, headline="abc_attnlrp_gamma" if "attnlrp_gamma" in abc else "abc_attnlrp",
-                  figures=figures,
-                  notes=(f"{config.num_examples} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, "
-                         f"test accuracy {outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
+    comparable = config.vit_scale == "full"
+    setting = (f"Fashion-MNIST ViT ({vit_config.model.layers} layers, test accuracy "
+               f"{outcome.metrics['test/accuracy']:.3f}), {n} test images")
+    return Result(metrics=metrics, headline=f"abc_{reference}", figures=figures,
+                  claims=[claims.faithfulness_claim(metrics, setting, reference=reference, comparable=comparable,
+                                                    ig_steps=config.ig_steps if "integrated_gradients" in methods
+                                                    else None)],
+                  notes=(f"{n} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, test accuracy "
+                         f"{outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
                          f"MoRF/LeRF in {config.steps} steps; gamma = {config.gamma} on every linear layer for "
                          "the *_gamma methods."))
 
@@ -375,6 +447,9 @@ def faithfulness_vit(config, workdir) -> Result:
 
 @registry.experiment("attnlrp/reproduce")
 def reproduce(config, workdir) -> Result:
-    """Runs the parts named in `config.parts` at `config.scale` and merges their metrics (`<part>/<name>`)."""
+    """Runs the parts named in `config.parts` at `config.scale` and merges their metrics (`<part>/<name>`).
+
+    Claims: the SmolLM2 faithfulness claim first (the paper's Table 1 claim), then the other parts'.
+    """
     return gather_parts("attnlrp", config, pathlib.Path(__file__).parent / "configs", workdir,
                         headline_part="faithfulness_llm")

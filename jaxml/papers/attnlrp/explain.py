@@ -75,10 +75,12 @@ def _select_target(logits: jax.Array, target: jax.Array, position: jax.Array | N
 
 @functools.lru_cache(maxsize=64)
 def _program(model, points: tuple[str, ...], logits_fn: Callable, kwarg_names: tuple[str, ...]):
-    """The jitted `(params, args, kwargs, target, position, shift) -> (target, values, grads)`.
+    """The jitted `(params, args, kwargs, target, position, spec, shift) -> (target, values, grads)`.
 
-    `shift` {point: array or None} is added at the perturbation points (zero for plain relevance;
-    IG, SmoothGrad and the perturbation curves move the input with it).
+    `spec` (static) is the `perturbation_spec` of the inputs: the program makes the all-zero
+    perturbation collection from it without tracing the model a second time. `shift` {point:
+    array} is added at each requested point (zero for plain relevance; IG and SmoothGrad move the
+    input with it), always at the same points: one compiled program per shape.
     """
 
     def target_fn(perturbations, params, args, kwargs, target, position):
@@ -87,15 +89,8 @@ def _program(model, points: tuple[str, ...], logits_fn: Callable, kwarg_names: t
         t = _select_target(logits_fn(out), target, position)
         return t.sum(), (t, state["intermediates"])
 
-    def run(params, args, kwargs, target, position, shift):
-        shapes = jax.eval_shape(lambda: model.apply({"params": params}, *args, mutable=["perturbations"],
-                                                    **kwargs)[1]["perturbations"])
-        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        flat_names = list(_flatten(zeros))
-        missing = [p for p in points if p not in flat_names]
-        if missing:
-            raise ValueError(f"unknown explanation point(s) {missing}; this model has {flat_names}")
-        perturbations = _add_shift(zeros, shift)
+    def run(params, args, kwargs, target, position, spec, shift):
+        perturbations = _add_shift(spec_zeros(spec), shift)
         (_, (t, inter)), grads = jax.value_and_grad(target_fn, has_aux=True)(
             perturbations, params, args, kwargs, target, position)
         values, grads = _flatten(inter), _flatten(grads)
@@ -103,7 +98,7 @@ def _program(model, points: tuple[str, ...], logits_fn: Callable, kwarg_names: t
         # perturbed value, which is the input actually seen.
         return t, {p: values[p] for p in points}, {p: grads[p] for p in points}
 
-    return jax.jit(run)
+    return jax.jit(run, static_argnums=5)
 
 
 def _add_shift(zeros, shift: dict[str, jax.Array] | None):
@@ -122,10 +117,59 @@ def _add_shift(zeros, shift: dict[str, jax.Array] | None):
     return jax.tree_util.tree_map_with_path(one, zeros)
 
 
+def _shapes(tree) -> tuple:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return treedef, tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x)))) for x in leaves)
+
+
+_SPECS: dict[tuple, tuple] = {}
+
+
+def perturbation_spec(model, params, args: Sequence[Any], kwargs: dict | None = None) -> tuple:
+    """The shapes of the model's `perturbations` collection for inputs of these shapes, as a hashable
+    `(treedef, ((shape, dtype), ...))` that jitted programs take as a static argument (`spec_zeros`).
+
+    Traced once per model (whatever its ops) and input shapes.
+    """
+    kwargs = dict(kwargs or {})
+    if hasattr(model, "ops"):
+        model = model.clone(ops=Ops())   # the shapes do not depend on the rules
+    key = (model, _shapes(tuple(args)), _shapes(kwargs))
+    if key not in _SPECS:
+        shapes = jax.eval_shape(lambda: model.apply({"params": params}, *args, mutable=["perturbations"],
+                                                    **kwargs)[1]["perturbations"])
+        leaves, treedef = jax.tree_util.tree_flatten(shapes)
+        _SPECS[key] = (treedef, tuple((tuple(x.shape), np.dtype(x.dtype)) for x in leaves))
+    return _SPECS[key]
+
+
+def spec_zeros(spec: tuple):
+    """The all-zero perturbation collection of a `perturbation_spec` (inside a program: no transfer)."""
+    treedef, leaves = spec
+    return jax.tree_util.tree_unflatten(treedef, [jnp.zeros(shape, dtype) for shape, dtype in leaves])
+
+
+def point_shift(spec: tuple, points: Sequence[str], shift: dict[str, jax.Array] | None = None) -> dict[str, jax.Array]:
+    """{point: shift or zeros} for each requested point (a fixed structure: one compiled program)."""
+    flat = _flatten(jax.tree_util.tree_unflatten(spec[0], [jax.ShapeDtypeStruct(*leaf) for leaf in spec[1]]))
+    missing = [p for p in points if p not in flat]
+    if missing:
+        raise ValueError(f"unknown explanation point(s) {missing}; this model has {list(flat)}")
+    shift = dict(shift or {})
+    unknown = [k for k in shift if k not in flat]
+    if unknown:
+        raise ValueError(f"shift at unknown point(s) {unknown}; points: {list(flat)}")
+    return {p: shift.pop(p) if p in shift else jnp.zeros(flat[p].shape, flat[p].dtype) for p in points} | shift
+
+
 def gradients(model, params, args: Sequence[Any], *, target, position=None, rules: str | Ops = "attnlrp",
               points: Sequence[str] = ("embeddings",), shift: dict[str, jax.Array] | None = None,
               logits_fn: Callable = default_logits, model_kwargs: dict | None = None, **rule_kwargs):
-    """`(target [batch], values {point}, gradients {point})` of the target logit under `rules`."""
+    """`(target [batch], values {point}, gradients {point})` of the target logit under `rules`.
+
+    `shift` {point: array} is added at those points (IG and SmoothGrad move the input with it); a
+    call with a shift at the requested points runs the program compiled for plain relevance.
+    """
     ops = resolve_rules(rules, **rule_kwargs)
     kwargs = dict(model_kwargs or {})
     run = _program(model.clone(ops=ops), tuple(points), logits_fn, tuple(sorted(kwargs)))
@@ -135,7 +179,8 @@ def gradients(model, params, args: Sequence[Any], *, target, position=None, rule
         raise ValueError(f"target must be [batch] class/token ids, got shape {target.shape}")
     if position is not None and position.shape != target.shape:
         raise ValueError(f"position {position.shape} must match target {target.shape}")
-    return run(params, tuple(args), kwargs, target, position, shift)
+    spec = perturbation_spec(model, params, tuple(args), kwargs)
+    return run(params, tuple(args), kwargs, target, position, spec, point_shift(spec, points, shift))
 
 
 def relevance(model, params, args: Sequence[Any], *, target, position=None, rules: str | Ops = "attnlrp",

@@ -15,19 +15,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.papers.attnlrp.explain import _add_shift, _select_target, default_logits
+from jaxml.papers.attnlrp.explain import _add_shift, _select_target, default_logits, perturbation_spec, spec_zeros
 
 
 @functools.lru_cache(maxsize=8)
 def _forward(model, point: str, logits_fn):
-    def run(params, args, kwargs, target, position, shift):
-        shapes = jax.eval_shape(lambda: model.apply({"params": params}, *args, mutable=["perturbations"],
-                                                    **kwargs)[1]["perturbations"])
-        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        out = model.apply({"params": params, "perturbations": _add_shift(zeros, {point: shift})}, *args, **kwargs)
+    def run(params, args, kwargs, target, position, spec, shift):
+        out = model.apply({"params": params, "perturbations": _add_shift(spec_zeros(spec), {point: shift})},
+                          *args, **kwargs)
         return _select_target(logits_fn(out), target, position)
 
-    return jax.jit(run)
+    return jax.jit(run, static_argnums=5)
 
 
 def removal_order(scores: np.ndarray, valid: np.ndarray, most_relevant_first: bool) -> np.ndarray:
@@ -50,42 +48,75 @@ def perturbation_curves(model, params, args, values: np.ndarray, scores: np.ndar
       scores: relevance per position [batch, len].
       valid: bool [batch, len], positions that may be removed (real tokens up to the target).
       fractions: fractions of the valid positions removed at each step (rounded to whole tokens).
+      chunk: rows (perturbed inputs) per forward pass; every pass has this shape (one compile).
     Returns:
       {"morf": [batch, steps], "lerf": [batch, steps], "fractions": [steps]}.
     """
+    return curves_for_methods(model, params, args, values, {"_": scores}, valid, target=target, position=position,
+                              point=point, fractions=fractions, model_kwargs=model_kwargs, logits_fn=logits_fn,
+                              chunk=chunk)["_"]
+
+
+def curves_for_methods(model, params, args, values: np.ndarray, scores: dict[str, np.ndarray], valid: np.ndarray, *,
+                       target, position=None, point="embeddings", fractions=np.linspace(0, 1, 9),
+                       model_kwargs=None, logits_fn=default_logits, chunk=64) -> dict[str, dict[str, np.ndarray]]:
+    """`perturbation_curves` for several methods' scores on the same batch, {method: curves}.
+
+    Each distinct perturbed input (example, set of zeroed positions) is evaluated once: nothing
+    removed and everything removed are shared by MoRF, LeRF and all methods, and so is any other
+    step where two orders remove the same positions.
+    """
     fractions = np.asarray(fractions, np.float64)
-    batch, length = scores.shape
+    batch, length = valid.shape
+    rows: dict[tuple[int, bytes], int] = {}
+    row_example, row_removed = [], []
+    plan = {}
+    for method, s in scores.items():
+        if s.shape != valid.shape:
+            raise ValueError(f"{method}: scores {s.shape} must match valid {valid.shape} ([batch, len])")
+        plan[method] = {}
+        for name, first in (("morf", True), ("lerf", False)):
+            index = np.zeros((batch, len(fractions)), int)
+            for b in range(batch):
+                order = removal_order(s[b], valid[b], first)
+                for j, f in enumerate(fractions):
+                    removed = np.zeros(length, bool)
+                    removed[order[:int(round(f * len(order)))]] = True
+                    key = (b, removed.tobytes())
+                    if key not in rows:
+                        rows[key] = len(row_example)
+                        row_example.append(b)
+                        row_removed.append(removed)
+                    index[b, j] = rows[key]
+            plan[method][name] = index
+    logits = _perturbed_logits(model, params, args, values, np.asarray(row_example), np.asarray(row_removed),
+                               target=target, position=position, point=point, model_kwargs=model_kwargs,
+                               logits_fn=logits_fn, chunk=chunk)
+    return {m: {"morf": logits[p["morf"]], "lerf": logits[p["lerf"]], "fractions": fractions} for m, p in plan.items()}
+
+
+def _perturbed_logits(model, params, args, values, examples, removed, *, target, position, point, model_kwargs,
+                      logits_fn, chunk) -> np.ndarray:
+    """The target logit of example `examples[r]` with the positions `removed[r]` zeroed at `point`, per row r."""
     run = _forward(model, point, logits_fn)
     kwargs = dict(model_kwargs or {})
-    out = {}
-    for name, first in (("morf", True), ("lerf", False)):
-        rows, shifts, tgts, poss = [], [], [], []
-        for b in range(batch):
-            order = removal_order(scores[b], valid[b], first)
-            for f in fractions:
-                k = int(round(f * len(order)))
-                removed = np.zeros(length, bool)
-                removed[order[:k]] = True
-                rows.append(b)
-                shifts.append(-values[b] * removed[:, None])
-                tgts.append(target[b])
-                poss.append(0 if position is None else position[b])
-        logits = []
-        for s in range(0, len(rows), chunk):
-            sl = slice(s, s + chunk)
-            idx = np.asarray(rows[sl])
-            pad = chunk - len(idx)    # a fixed batch shape keeps one compiled program
-            take = np.concatenate([idx, np.full(pad, idx[0], int)])
-            batch_args = tuple(np.asarray(a)[take] for a in args)
-            batch_kwargs = {k: np.asarray(v)[take] for k, v in kwargs.items()}
-            shift = np.concatenate([np.stack(shifts[sl]), np.zeros((pad,) + values.shape[1:], values.dtype)])
-            t = np.concatenate([np.asarray(tgts[sl]), np.zeros(pad, int)])
-            p = None if position is None else jnp.asarray(np.concatenate([np.asarray(poss[sl]), np.zeros(pad, int)]))
-            res = run(params, batch_args, batch_kwargs, jnp.asarray(t), p, jnp.asarray(shift))
-            logits.append(np.asarray(res)[:len(idx)])
-        out[name] = np.concatenate(logits).reshape(batch, len(fractions))
-    out["fractions"] = fractions
-    return out
+    args = tuple(np.asarray(a) for a in args)
+    kwargs = {k: np.asarray(v) for k, v in kwargs.items()}
+    target = np.asarray(target)
+    position = None if position is None else np.asarray(position)
+    out = []
+    for s in range(0, len(examples), chunk):
+        idx = examples[s:s + chunk]
+        pad = chunk - len(idx)    # a fixed batch shape keeps one compiled program
+        take = np.concatenate([idx, np.full(pad, idx[0], int)])
+        mask = np.concatenate([removed[s:s + chunk], np.zeros((pad,) + removed.shape[1:], bool)])
+        shift = -values[take] * mask[..., None]
+        p = None if position is None else jnp.asarray(position[take])
+        chunk_args, chunk_kwargs = tuple(a[take] for a in args), {k: v[take] for k, v in kwargs.items()}
+        spec = perturbation_spec(model, params, chunk_args, chunk_kwargs)
+        res = run(params, chunk_args, chunk_kwargs, jnp.asarray(target[take]), p, spec, jnp.asarray(shift, values.dtype))
+        out.append(np.asarray(res)[:len(idx)])
+    return np.concatenate(out)
 
 
 def area_between_curves(curves: dict[str, np.ndarray]) -> np.ndarray:
@@ -93,3 +124,40 @@ def area_between_curves(curves: dict[str, np.ndarray]) -> np.ndarray:
     f = curves["fractions"]
     diff = curves["lerf"] - curves["morf"]
     return ((diff[:, 1:] + diff[:, :-1]) / 2 * np.diff(f)).sum(-1)
+
+
+def mean_and_se(x) -> tuple[float, float]:
+    """(mean, standard error of the mean = sample standard deviation / sqrt(n)); the SE is NaN for n < 2."""
+    x = np.asarray(x, np.float64).ravel()
+    if not len(x):
+        raise ValueError("mean_and_se of an empty array")
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def summarise(abc: dict[str, np.ndarray], reference: str = "attnlrp") -> dict[str, float]:
+    """Mean and SE of each method's per-example areas, and of the paired differences to `reference`.
+
+    Returns {"abc_<m>", "abc_<m>_se"} for every method and {"<reference>_minus_<m>",
+    "<reference>_minus_<m>_se"} for every other one (the difference on the same examples, so the
+    variation between examples cancels).
+    """
+    out = {}
+    for m, v in abc.items():
+        out[f"abc_{m}"], out[f"abc_{m}_se"] = mean_and_se(v)
+    if reference in abc:
+        for m, v in abc.items():
+            if m != reference:
+                if np.shape(v) != np.shape(abc[reference]):
+                    raise ValueError(f"paired difference {reference} - {m}: shapes {np.shape(abc[reference])} "
+                                     f"and {np.shape(v)} differ")
+                d = np.asarray(abc[reference], np.float64) - np.asarray(v, np.float64)
+                out[f"{reference}_minus_{m}"], out[f"{reference}_minus_{m}_se"] = mean_and_se(d)
+    return out
+
+
+def clearly_positive(mean: float, se: float, k: float = 2.0) -> bool | None:
+    """Whether a (paired) mean difference exceeds `k` standard errors: True / False, or None when the
+    SE is not finite (fewer than two examples: no verdict possible)."""
+    if not np.isfinite(se) or not np.isfinite(mean):
+        return None
+    return bool(mean > k * se)

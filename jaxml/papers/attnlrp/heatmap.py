@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxml.core.experiment import pyplot, save_figure
+
 
 def _normalise(scores: np.ndarray) -> np.ndarray:
     m = np.abs(scores).max()
@@ -42,10 +44,11 @@ def write_html(path: str | pathlib.Path, fragments: Sequence[str], title: str = 
 
 def tokens_png(path: str | pathlib.Path, rows: Sequence[tuple[str, Sequence[str], np.ndarray]],
                width_chars: int = 90) -> pathlib.Path:
-    """Rows of (title, tokens, scores) drawn as coloured boxes with matplotlib."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Rows of (title, tokens, scores) drawn as coloured boxes with matplotlib.
+
+    The axes fill the figure, which `save_figure`'s tight_layout does not support: written directly.
+    """
+    plt = pyplot()
 
     lines = []   # (title or None, [(token, v)])
     for title, tokens, scores in rows:
@@ -80,9 +83,7 @@ def tokens_png(path: str | pathlib.Path, rows: Sequence[tuple[str, Sequence[str]
 
 def pixels_png(path: str | pathlib.Path, images: np.ndarray, heatmaps: np.ndarray, titles: Sequence[str]) -> pathlib.Path:
     """Images [n, H, W] next to their pixel relevance [n, H, W] (red positive, blue negative)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = len(images)
     fig, axes = plt.subplots(2, n, figsize=(1.6 * n, 3.4), squeeze=False)
@@ -93,7 +94,4 @@ def pixels_png(path: str | pathlib.Path, images: np.ndarray, heatmaps: np.ndarra
         axes[1, i].imshow(heatmaps[i], cmap="bwr", vmin=-m, vmax=m)
         for ax in axes[:, i]:
             ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return pathlib.Path(path)
+    return pathlib.Path(save_figure(fig, path, dpi=110))

@@ -2,28 +2,23 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/attnlrp/configs/cost.py --workdir=/tmp/attnlrp_cost
-Variants: `:tiny` (batch 1 x 16 tokens, IG 8 steps), `:quick` (batch 4 x 32 tokens, IG 32 steps),
-default (batch 8 x 64 tokens, IG 32 steps).
+Variants: `:tiny` (SmolLM2 cut to 2 layers, batch 2 x 16 tokens, IG 4 steps), `:quick` (batch 8 x
+24 tokens, IG 8 steps: the shapes of `faithfulness_llm:quick`, whose warm calls give the quick
+`reproduce` its cost claim), default (batch 8 x 64 tokens, IG 32 steps).
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = ml_collections.ConfigDict()
-    c.experiment = "attnlrp/cost"
-    c.seed = arg.seed
-    c.batch_size = 8
-    c.length = 64
-    c.ig_steps = 32
-    c.ig_chunk = 8
-    c.repeats = 5
-    if scale == "quick":
-        c.batch_size, c.length, c.repeats = 4, 32, 3
-    if scale == "tiny":
-        c.batch_size, c.length, c.ig_steps, c.ig_chunk, c.repeats = 1, 16, 8, 4, 2
+def get_config(arg=None):
+    c, scale = experiment_config("attnlrp/cost", arg)
+    c.corpora = ("austen",)
+    c.model_layers = by_scale(scale, tiny=2, quick=0, full=0)
+    c.batch_size = by_scale(scale, tiny=2, quick=8, full=8)
+    c.length = by_scale(scale, tiny=16, quick=24, full=64)
+    c.min_tokens = 8
+    c.ig_steps = by_scale(scale, tiny=4, quick=8, full=32)
+    c.ig_chunk = by_scale(scale, tiny=4, quick=1, full=8)    # 1: reuse the plain gradient program
+    c.repeats = by_scale(scale, tiny=2, quick=3, full=5)        # timed calls after the first
+    c.ig_repeats = by_scale(scale, tiny=1, quick=1, full=3)
     return c

@@ -2,37 +2,38 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/attnlrp/configs/faithfulness_llm.py --workdir=/tmp/attnlrp_llm
-Variants: `:tiny` (4 examples, 3 methods), `:quick` (16 examples), default (200 examples, all
-methods). Measured numbers and times: jaxml/papers/attnlrp/README.md.
+Variants: `:tiny` (SmolLM2 cut to 2 layers, 8 examples, all methods with few IG/SmoothGrad steps:
+a smoke test of every code path), `:quick` (the full model on 8 examples in one batch, the
+headline methods only, 5 perturbation steps, IG-8; the cost claim from warm calls of this run), default (200
+examples, all methods, 9 steps, IG-32). Numbers and times: jaxml/papers/attnlrp/README.md.
 """
 
-import ml_collections
+from jaxml.core.config import by_scale, experiment_config
 
-from jaxml.core.config import parse_arg, scale_of
+ALL_METHODS = ("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
+               "attention_rollout", "random")
+# What the headline claim needs: AttnLRP (first: the reference) against Gradient x Input, IG and random.
+HEADLINE_METHODS = ("attnlrp", "gradient_x_input", "integrated_gradients", "random")
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = ml_collections.ConfigDict()
-    c.experiment = "attnlrp/faithfulness_llm"
-    c.seed = arg.seed
+def get_config(arg=None):
+    c, scale = experiment_config("attnlrp/faithfulness_llm", arg)
     c.corpora = ("austen", "shakespeare")
-    c.num_examples = {"tiny": 4, "quick": 16, "full": 200}[scale]
+    c.model_layers = by_scale(scale, tiny=2, quick=0, full=0)     # 0: all 30 blocks
+    c.num_examples = by_scale(scale, tiny=8, quick=8, full=200)
     c.length = 24                 # prefixes are left-padded to this many tokens
     c.min_tokens = 8
-    c.batch_size = 8
-    c.steps = 9                   # fractions 0, 1/8, ..., 1 of the tokens zeroed
+    c.batch_size = by_scale(scale, tiny=4, quick=8, full=8)
+    c.steps = by_scale(scale, tiny=5, quick=5, full=9)     # fractions 0, 1/(steps-1), ..., 1 of the tokens zeroed
+    c.curve_chunk = by_scale(scale, tiny=48, quick=104, full=72)   # perturbed inputs per forward pass
     c.protect_first = False       # True: never zero a prefix's first token (the attention sink)
-    c.methods = ("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
-                 "attention_rollout", "random")
-    c.ig_steps = 32
-    c.smoothgrad_samples = 16
+    c.methods = by_scale(scale, tiny=ALL_METHODS, quick=HEADLINE_METHODS, full=ALL_METHODS)
+    c.ig_steps = by_scale(scale, tiny=4, quick=8, full=32)
+    c.ig_chunk = by_scale(scale, tiny=4, quick=1, full=8)    # 1: reuse the plain gradient program
+    c.smoothgrad_samples = by_scale(scale, tiny=4, quick=16, full=16)
     c.smoothgrad_noise = 0.1
-    c.heatmaps = 8
-    if scale == "tiny":
-        c.batch_size = 4
-        c.methods = ("attnlrp", "gradient_x_input", "random")
-        c.steps = 5
-        c.heatmaps = 2
+    c.heatmaps = by_scale(scale, tiny=2, quick=8, full=8)
+    # The cost claim from warm calls of this run (quick: the `cost` part is not run).
+    c.cost_claim = by_scale(scale, tiny=True, quick=True, full=False)
+    c.cost_repeats = by_scale(scale, tiny=1, quick=1, full=3)
     return c
