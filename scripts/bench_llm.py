@@ -9,7 +9,8 @@ is excluded and reported separately):
 * `kv_cache`: `jaxml.llm.generate.generate` (prefill once, then one token per step from the cache);
 * `recompute`: the same jitted loop with `use_cache=False` (the whole padded prefix is run again
   at every step), the baseline the KV cache is measured against;
-* `prefill`: tokens/s of one forward pass over `--prefill_batch` x `--prefill_len` tokens;
+* `prefill`: tokens/s of `token_logprobs` over `--prefill_batch` x `--prefill_len` tokens (one
+  padded batch: `--prefill_len` is a length bucket when it is 16, 24, 32, 48, 64, ... e.g. 512);
 * `transformers` (only when torch and transformers are installed, the `torch-ref` extra):
   `LlamaForCausalLM.generate(do_sample=False, use_cache=True)` on torch CPU with the same
   dequantized weights, and a check that it produces the same greedy tokens.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
@@ -37,15 +37,6 @@ _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
 PROMPT = "Once upon a time, in a small village at the edge of a great forest, there lived an old"
 
 
-def _median_time(fn, reps):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 def main(argv):
     del argv
     if not flags.FLAGS["verbosity"].present:
@@ -53,6 +44,7 @@ def main(argv):
     import jax
     import numpy as np
 
+    from jaxml.core.benchmark import median_ms, timed
     from jaxml.llm import generate as gen
     from jaxml.models import llama
 
@@ -67,12 +59,10 @@ def main(argv):
     tokens = {}
     for name, use_cache in (("kv_cache", True), ("recompute", False)):
         run = lambda: gen.generate(model, params, prompts, max_new_tokens=n_new, pad_id=tok.pad_id,
-                                   use_cache=use_cache, bucket=1)
-        t0 = time.perf_counter()
-        out = run()
-        first = time.perf_counter() - t0
-        seconds = _median_time(run, _REPS.value)
-        tokens[name] = out.tokens
+                                   use_cache=use_cache, bucket=1).tokens
+        first, ms, out = timed(run, _REPS.value)
+        seconds = ms / 1e3
+        tokens[name] = out
         results[name] = {"seconds": seconds, "tokens_per_s": _BATCH.value * n_new / seconds,
                          "first_call_s_incl_compile": first}
         print(f"{name:>10}: {results[name]['tokens_per_s']:8.1f} new tokens/s ({seconds:.2f} s; first call "
@@ -84,8 +74,9 @@ def main(argv):
 
     rng = np.random.default_rng(0)
     seqs = [list(rng.integers(100, 40000, size=_PREFILL_LEN.value)) for _ in range(_PREFILL_BATCH.value)]
-    gen.token_logprobs(model, params, seqs, bucket=_PREFILL_LEN.value)   # compile
-    seconds = _median_time(lambda: gen.token_logprobs(model, params, seqs, bucket=_PREFILL_LEN.value), _REPS.value)
+    score = lambda: gen.token_logprobs(model, params, seqs, batch_size=_PREFILL_BATCH.value)
+    score()   # compile
+    seconds = median_ms(score, _REPS.value) / 1e3
     results["prefill"] = {"tokens": _PREFILL_LEN.value * _PREFILL_BATCH.value, "seconds": seconds,
                           "tokens_per_s": _PREFILL_LEN.value * _PREFILL_BATCH.value / seconds}
     print(f"   prefill: {results['prefill']['tokens_per_s']:8.1f} tokens/s "
@@ -110,6 +101,8 @@ def _bench_transformers(model, params, prompts, n_new, our_tokens):
     import numpy as np
     import torch
 
+    from jaxml.core.benchmark import median_ms
+
     from jaxml.models.llama import to_transformers
 
     hf = to_transformers(model.config, params)
@@ -117,7 +110,7 @@ def _bench_transformers(model, params, prompts, n_new, our_tokens):
     kwargs = dict(max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, use_cache=True, pad_token_id=2)
     with torch.inference_mode():
         out = hf.generate(ids, **kwargs)   # warm-up
-        seconds = _median_time(lambda: hf.generate(ids, **kwargs), _REPS.value)
+        seconds = median_ms(lambda: hf.generate(ids, **kwargs), _REPS.value) / 1e3
     new = out[:, ids.shape[1]:].numpy()
     return {"seconds": seconds, "tokens_per_s": len(prompts) * n_new / seconds, "torch": torch.__version__,
             "threads": torch.get_num_threads(), "same_tokens": bool(np.array_equal(new, our_tokens)),

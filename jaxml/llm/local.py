@@ -22,12 +22,15 @@ class LocalLLM:
       model, params: the Flax Llama and its params.
       tokenizer: its Tokenizer (with the chat template used when `chat=True`).
       batch_size: prompts decoded together.
+      prompt_bucket: prompts are left-padded to a multiple of this many tokens; one compiled decoding
+        program serves every batch of the same size whose prompts fit the same multiple.
     """
 
     model: Llama
     params: dict
     tokenizer: Tokenizer
     batch_size: int = 8
+    prompt_bucket: int = 16
 
     @classmethod
     def smollm2(cls, **kwargs) -> "LocalLLM":
@@ -55,7 +58,7 @@ class LocalLLM:
             out = generate_lib.generate(
                 self.model, self.params, batch, max_new_tokens=max_new_tokens, sampling=options,
                 stop_ids=self.tokenizer.stop_ids, pad_id=self.tokenizer.pad_id,
-                key=jax.random.fold_in(key, start), logits_processor=logits_processor)
+                key=jax.random.fold_in(key, start), logits_processor=logits_processor, bucket=self.prompt_bucket)
             texts += [self.tokenizer.decode(seq) for seq in out.sequences()]
         return [cut_at_stop(t, stop) for t in texts]
 

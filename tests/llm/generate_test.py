@@ -1,5 +1,7 @@
 """Decoding, sampling, scoring and perplexity; mostly on a tiny random Llama (fast, exact)."""
 
+import itertools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -26,17 +28,21 @@ def tiny():
 _APPLY = {}
 
 
-def _full_logits(model, params, ids):
-    """Logits [len, vocab] of one unpadded sequence (a plain forward pass, no cache, no padding)."""
+def _full_logits(model, params, ids, pad_to=None):
+    """Logits [len, vocab] of one sequence by a plain causal forward pass (no cache, no left
+    padding). With `pad_to`, the sequence is right-padded to that length first (causal attention
+    never looks at the padding; one compiled program serves every length, at float32 shape noise)."""
     if model not in _APPLY:
         _APPLY[model] = jax.jit(lambda p, x: model.apply({"params": p}, x, jnp.arange(x.shape[1])[None])[0][0])
-    return np.asarray(_APPLY[model](params, jnp.asarray([ids])))
+    padded = np.zeros((1, pad_to or len(ids)), np.int32)
+    padded[0, :len(ids)] = ids
+    return np.asarray(_APPLY[model](params, jnp.asarray(padded)))[:len(ids)]
 
 
 def _greedy_by_recomputation(model, params, ids, n):
     ids = list(ids)
     for _ in range(n):
-        ids.append(int(np.argmax(_full_logits(model, params, ids)[-1])))
+        ids.append(int(np.argmax(_full_logits(model, params, ids, pad_to=32)[-1])))
     return ids[-n:]
 
 
@@ -183,10 +189,109 @@ def test_prompt_plus_generation_may_fill_the_context_exactly(tiny):
     assert out.tokens.shape == (1, 10) and out.prompt_len == 86
 
 
-def test_decode_step_compiles_once_per_shape(tiny):
+def test_generation_traces_the_decode_program_once_per_shape(tiny, monkeypatch):
+    """Same batch, prompt bucket, max_new_tokens and options: one trace, whatever the prompt
+    values, key or params; a prompt in another length bucket needs (and gets) a second one."""
     model, params = tiny
     gen._decoder.cache_clear()
-    gen.generate(model, params, [[1, 2, 3]], max_new_tokens=4)
-    gen.generate(model, params, [[4, 5, 6, 7]], max_new_tokens=4)   # same bucket: reuses the program
-    assert gen._decoder.cache_info().misses == 1
-    chex.assert_trees_all_equal(gen._decoder.cache_info().currsize, 1)
+    chex.clear_trace_counter()
+    monkeypatch.setattr(gen, "_decode_program", chex.assert_max_traces(gen._decode_program, n=1))
+    try:
+        gen.generate(model, params, [[1, 2, 3]], max_new_tokens=4)
+        gen.generate(model, params, [[4, 5, 6, 7]], max_new_tokens=4, key=jax.random.PRNGKey(3))
+        gen.generate(model, jax.tree_util.tree_map(lambda x: x * 0.5, params), [[9] * 16], max_new_tokens=4)
+        with pytest.raises(AssertionError, match="traced > 1"):
+            gen.generate(model, params, [[1] * 17], max_new_tokens=4)   # 32-token bucket: a new program
+    finally:
+        monkeypatch.undo()
+        gen._decoder.cache_clear()   # drop programs built around the counting wrapper
+
+
+def test_scoring_compiles_once_per_length_bucket(tiny, monkeypatch):
+    """Sequences of 31 lengths from 2 to 92 tokens, one at a time: one trace per length bucket
+    (16, 24, 32, 48, 64, 96), and the padding leaves the log-probs unchanged."""
+    model, params = tiny
+    seq = list(np.random.default_rng(2).integers(1, 97, size=96))
+    lengths = range(2, 95, 3)
+    buckets = {gen.length_bucket(n, CONFIG.max_len) for n in lengths}
+    assert buckets == {16, 24, 32, 48, 64, 96}
+    gen._token_logprobs_fn.cache_clear()
+    chex.clear_trace_counter()
+    monkeypatch.setattr(gen, "_logprobs_program", chex.assert_max_traces(gen._logprobs_program, n=len(buckets)))
+    try:
+        for n in lengths:
+            [lp] = gen.token_logprobs(model, params, [seq[:n]])
+            assert lp.shape == (n - 1,)
+        with pytest.raises(AssertionError, match=f"traced > {len(buckets)}"):   # two rows: a new program
+            gen.score(model, params, [seq[:3], seq[:40]], [seq[3:9], seq[40:90]])
+    finally:
+        monkeypatch.undo()
+        gen._token_logprobs_fn.cache_clear()
+    # 11 tokens padded to 16 rows x 16 tokens vs the unpadded forward pass
+    direct = jax.nn.log_softmax(_full_logits(model, params, seq[:11]), axis=-1)
+    np.testing.assert_allclose(gen.token_logprobs(model, params, [seq[:11]] * 9)[8],
+                               np.asarray(direct)[np.arange(10), seq[1:11]], atol=1e-5)
+
+
+def test_length_buckets():
+    assert [gen.length_bucket(n, 8192) for n in (1, 16, 17, 24, 25, 33, 49, 65, 97, 129, 8000)] == \
+        [16, 16, 24, 24, 32, 48, 64, 96, 128, 192, 8192]
+    assert gen.length_bucket(90, 96) == 96 and gen.length_bucket(70, 80) == 80   # capped at the context
+    assert len({gen.length_bucket(n, 8192) for n in range(1, 8193)}) == 19
+    with pytest.raises(ValueError, match="exceed"):
+        gen.length_bucket(97, 96)
+
+
+# --- Filters and processors ------------------------------------------------------------------------
+
+_PERMS = np.array(list(itertools.permutations(range(4))), np.int32)   # all 24 orders of V = 4
+
+
+def _gamma_reweight(logits, context, step, key):
+    """A distribution-preserving processor: Hu et al.'s gamma-reweight F' = max(2F - 1, 0) in the
+    order `_PERMS[context[:, -1]]`; its mean over the 24 orders is the input distribution."""
+    order = jnp.asarray(_PERMS)[context[:, -1]]
+    p = jnp.take_along_axis(jax.nn.softmax(logits, -1), order, -1)
+    f = jnp.maximum(2 * jnp.cumsum(p, -1) - 1, 0)
+    new = jnp.diff(f, prepend=0.0, axis=-1)
+    back = jnp.zeros_like(new).at[jnp.arange(len(order))[:, None], order].set(new)
+    return jnp.log(back)
+
+
+@pytest.mark.parametrize("cut, kept", [(dict(top_k=2), [0.4, 0.3, 0, 0]), (dict(top_p=0.8), [0.4, 0.3, 0.2, 0])])
+def test_filters_before_a_distribution_preserving_processor_keep_its_average(cut, kept):
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    logits = jnp.log(jnp.broadcast_to(jnp.asarray(p, jnp.float32), (24, 4)))
+    context = jnp.arange(24, dtype=jnp.int32)[:, None]    # row i: the i-th order
+    filtered = np.array(kept) / np.sum(kept)
+    # the processor alone preserves P (the property the filters must not break)
+    plain = jax.nn.softmax(_gamma_reweight(logits, context, 0, None), -1).mean(0)
+    np.testing.assert_allclose(plain, p, atol=1e-6)
+    averages = {}
+    for order in ("before_processor", "after_processor"):
+        options = SamplingOptions(temperature=1.0, filter_order=order, **cut)
+        final = gen.next_token_logits(logits, options, _gamma_reweight, context, jnp.int32(0), None)
+        averages[order] = np.asarray(jax.nn.softmax(final, -1).mean(0))
+    np.testing.assert_allclose(averages["before_processor"], filtered, atol=1e-6)
+    # after: the cut of each reweighted distribution moves the average away (by 0.11 and 0.08 here)
+    assert np.abs(averages["after_processor"] - filtered).max() > 0.05
+
+
+def test_generate_applies_the_filter_order(tiny):
+    """top_k = 1 with a processor that boosts one token: cut first, the boost cannot resurrect
+    it (greedy path); cut after, the boosted token is always the one kept."""
+    model, params = tiny
+    prompt = [[5, 17, 33]]
+    greedy = gen.generate(model, params, prompt, max_new_tokens=6).tokens[0]
+    boosted = next(t for t in range(97) if t not in greedy)
+
+    def boost(logits, context, step, key):
+        return logits.at[:, boosted].add(100.0)
+
+    out = {order: gen.generate(model, params, prompt, max_new_tokens=6, logits_processor=boost,
+                               sampling=SamplingOptions(temperature=1.0, top_k=1, filter_order=order)).tokens[0]
+           for order in ("before_processor", "after_processor")}
+    np.testing.assert_array_equal(out["before_processor"], greedy)
+    assert (out["after_processor"] == boosted).all()
+    with pytest.raises(ValueError, match="filter_order"):
+        SamplingOptions(filter_order="sideways")

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from jaxml.llm.base import LLM
+from jaxml.llm.base import protocol_mismatches
 from jaxml.llm.openai_http import LLMHTTPError, OpenAICompatibleLLM
 
 COMPLETION_TEXT = "alpha beta STOP gamma END delta"
@@ -91,8 +91,8 @@ def client(server, monkeypatch):
     return OpenAICompatibleLLM(server.url, "stub-model", timeout=5.0, max_retries=2, backoff_s=0.001)
 
 
-def test_is_an_llm(client):
-    assert isinstance(client, LLM)
+def test_signatures_follow_the_llm_protocol(client):
+    assert protocol_mismatches(client) == []
 
 
 def test_chat_sends_one_user_message_per_prompt_in_order(server, client):

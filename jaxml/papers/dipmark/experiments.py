@@ -2,16 +2,20 @@
 cost, and `reproduce` (all of them at one scale).
 
 `dipmark/watermark` generates continuations of held-out prompts with SmolLM2-135M-Instruct at
-temperature 1 (no top-k: a top-k cut after the reweight would bias it) for no watermark, DiPmark
-over an alpha grid and KGW over a delta grid, with the same sampling keys for every configuration;
-the token ids are cached in the workdir (`generations.npz`), so a rerun resumes. From them:
-perplexity under the unwatermarked model (bootstrap CIs, and the paired difference against no
-watermark), TPR at 1% FPR against length (threshold: the 99th percentile of the unwatermarked
-generations' scores), TPR under random token substitution.
+temperature 1 (no top-k by default; `top_k` cuts before the watermark, which keeps DiPmark unbiased
+for the top-k distribution) for no watermark, DiPmark over an alpha grid and KGW over a delta grid,
+with the same sampling keys for every configuration; the token ids are cached in the workdir
+(`generations.npz`), so a rerun resumes. From them, through the pure functions of
+`jaxml.papers.dipmark.metrics`: the expected NLL shift of each watermark and the perplexity under
+the unwatermarked model (bootstrap CIs, paired differences against no watermark), TPR at 1% FPR
+against length (the empirical threshold on the unwatermarked generations' scores, and Hoeffding's),
+TPR under random token substitution, and the throughput of the warm batches. Each experiment
+returns the paper's claims with verdicts computed from those numbers.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -23,9 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxml import progress
 from jaxml.core import registry
-from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot
+from jaxml.core.benchmark import median_ms
+from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
 from jaxml.papers.dipmark import data, detect, keys, reweight
+from jaxml.papers.dipmark import metrics as metrics_lib
 
 NONE = "none"
 CONTROL = "none_s"   # a second unwatermarked sample with other sampling keys: the noise floor of quality
@@ -48,12 +55,31 @@ def load_model(config):
         return load_smollm2()
     if config.model != "tiny":
         raise ValueError(f"model {config.model!r}; accepted: 'smollm2', 'tiny'")
+    return (*tiny_model(int(config.vocab_size)), None)
+
+
+@functools.lru_cache(maxsize=4)
+def tiny_model(vocab_size: int, max_len: int = 256):
+    """`(model, params)`: a 2-layer Llama with random weights drawn in NumPy (shapes from
+    `jax.eval_shape`: no op-by-op compilation of an eager `init`), one per process and size.
+    Embeddings N(0, 1), so next-token distributions are peaked; kernels N(0, 1 / fan_in); norm
+    scales 1."""
     from jaxml.models.llama import Llama, LlamaConfig
-    cfg = LlamaConfig(vocab_size=config.vocab_size, hidden=32, layers=2, heads=4, kv_heads=2, mlp_hidden=64,
-                      max_len=256, rope_theta=100.0)
-    model = Llama(cfg)
-    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 4), jnp.int32), jnp.zeros((1, 4), jnp.int32))["params"]
-    return model, params, None
+
+    model = Llama(LlamaConfig(vocab_size=vocab_size, hidden=32, layers=2, heads=4, kv_heads=2, mlp_hidden=64,
+                              max_len=max_len, rope_theta=100.0))
+    x = jnp.zeros((1, 4), jnp.int32)
+    shapes = jax.eval_shape(model.init, jax.random.PRNGKey(0), x, x)["params"]
+    rng = np.random.default_rng(0)
+
+    def draw(path, leaf):
+        name = jax.tree_util.keystr(path)
+        if leaf.ndim == 1:
+            return jnp.ones(leaf.shape, leaf.dtype)
+        scale = 1.0 if "embed" in name else 1 / math.sqrt(leaf.shape[0])
+        return jnp.asarray(rng.standard_normal(leaf.shape) * scale, leaf.dtype)
+
+    return model, jax.tree_util.tree_map_with_path(draw, shapes)
 
 
 def load_prompts(config, tokenizer) -> data.Prompts:
@@ -81,15 +107,26 @@ def watermarks(config, key: bytes, vocab_size: int) -> dict[str, reweight.Waterm
     return out
 
 
+def sampling_options(config):
+    """Temperature `config.temperature`; top-k `config.top_k` (0: none) cut *before* the watermark
+    (`filter_order='before_processor'`), so that DiPmark stays unbiased for the top-k distribution."""
+    from jaxml.llm.base import SamplingOptions
+
+    return SamplingOptions(temperature=config.temperature, top_k=config.get("top_k", 0),
+                           filter_order="before_processor")
+
+
 def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: dict, workdir: pathlib.Path
-                 ) -> tuple[dict[str, list[np.ndarray]], dict[str, float]]:
+                 ) -> tuple[dict[str, list[np.ndarray]], dict[str, list[float]]]:
     """Generated token ids (stop token excluded) per label, cached in `workdir/generations.npz`.
 
-    Prompts of one task are batched together (similar lengths); every label uses the same PRNG
-    keys. Returns `(ids per label, seconds per label)` (seconds 0 for labels read from the cache).
+    Prompts of one task are batched together (similar lengths); batch b uses the same PRNG key for
+    every label. The loop runs batches outer and labels inner, so from the second batch on each
+    label's program is compiled and the labels of one batch are timed back to back (a paired
+    measurement of the processors' cost). Returns `(ids per label, seconds per decode step of
+    each batch, per label)` (an empty list for labels read from the cache).
     """
     from jaxml.llm import generate as generate_lib
-    from jaxml.llm.base import SamplingOptions
 
     cache = workdir / "generations.npz"
     fingerprint = _fingerprint(config, prompts)
@@ -98,45 +135,41 @@ def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: d
         with np.load(cache, allow_pickle=False) as f:
             if str(f["fingerprint"]) == fingerprint:
                 stored = {k: f[k] for k in f.files if k != "fingerprint"}
-    options = SamplingOptions(temperature=config.temperature)
+    options = sampling_options(config)
     stop_ids = tokenizer.stop_ids if tokenizer is not None else ()
     pad_id = tokenizer.pad_id if tokenizer is not None else 0
     order = sorted(range(len(prompts.tokens)), key=lambda i: (prompts.task[i], len(prompts.tokens[i])))
-    out, seconds = {}, {}
-    for label, wm in wms.items():
-        if f"{label}/tokens" not in stored:
-            tokens = np.zeros((len(order), config.max_new_tokens), np.int32)
-            lengths = np.zeros(len(order), np.int32)
-            t0 = time.perf_counter()
+    batches = [order[start:start + config.batch_size] for start in range(0, len(order), config.batch_size)]
+    for label in wms:
+        if f"{label}/done" not in stored:
+            stored[f"{label}/tokens"] = np.zeros((len(order), config.max_new_tokens), np.int32)
+            stored[f"{label}/lengths"] = np.zeros(len(order), np.int32)
+            stored[f"{label}/done"] = np.zeros(len(batches), bool)
+    seconds = {label: [] for label in wms}
+    for b, idx in enumerate(batches):
+        todo = [label for label in wms if not stored[f"{label}/done"][b]]
+        for label in todo:
             sample_seed = config.seed + (7919 * int(label[len(CONTROL):]) if label.startswith(CONTROL) else 0)
-            for b, start in enumerate(range(0, len(order), config.batch_size)):
-                idx = order[start:start + config.batch_size]
-                res = generate_lib.generate(model, params, [prompts.tokens[i] for i in idx],
-                                            max_new_tokens=config.max_new_tokens, sampling=options, stop_ids=stop_ids,
-                                            pad_id=pad_id, key=jax.random.PRNGKey(1000 * sample_seed + b),
-                                            logits_processor=wm)
-                tokens[idx], lengths[idx] = res.tokens, res.lengths
-            seconds[label] = time.perf_counter() - t0
-            stored[f"{label}/tokens"], stored[f"{label}/lengths"] = tokens, lengths
+            t0 = time.perf_counter()
+            res = generate_lib.generate(model, params, [prompts.tokens[i] for i in idx],
+                                        max_new_tokens=config.max_new_tokens, sampling=options, stop_ids=stop_ids,
+                                        pad_id=pad_id, key=jax.random.PRNGKey(1000 * sample_seed + b),
+                                        logits_processor=wms[label])
+            seconds[label].append((time.perf_counter() - t0) / res.steps)
+            stored[f"{label}/tokens"][idx], stored[f"{label}/lengths"][idx] = res.tokens, res.lengths
+            stored[f"{label}/done"][b] = True
+        if todo:
             np.savez(cache, fingerprint=np.array(fingerprint), **stored)
-            print(f"[dipmark] generated {label}: {len(order)} x {config.max_new_tokens} tokens in "
-                  f"{seconds[label]:.0f} s", flush=True)
-        out[label] = [row[:n] for row, n in zip(stored[f"{label}/tokens"], stored[f"{label}/lengths"])]
+            progress.log(f"dipmark: generated batch {b + 1}/{len(batches)} ({len(idx)} x {config.max_new_tokens} "
+                         f"tokens) for {len(todo)} configurations")
+    out = {label: [row[:n] for row, n in zip(stored[f"{label}/tokens"], stored[f"{label}/lengths"])] for label in wms}
     return out, seconds
 
 
 def _fingerprint(config, prompts: data.Prompts) -> str:
-    return json.dumps([config.model, config.max_new_tokens, config.temperature, config.seed,
+    return json.dumps([config.model, config.max_new_tokens, config.temperature, config.get("top_k", 0), config.seed,
+                       config.batch_size,
                        [list(map(int, t)) for t in prompts.tokens]])
-
-
-def bootstrap_ci(values: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of `values` [n]."""
-    values = np.asarray(values, np.float64)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (n_boot, len(values)))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
 
 
 def perplexities(model, params, prompts: data.Prompts, generations: list[np.ndarray], pad_id: int) -> np.ndarray:
@@ -153,51 +186,58 @@ def perplexities(model, params, prompts: data.Prompts, generations: list[np.ndar
 
 
 def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[np.ndarray], wms: dict,
-                       key: bytes) -> dict[str, np.ndarray]:
-    """Per-text mean over generated positions of E_{x~P'}[-log P(x)] - E_{x~P}[-log P(x)] (nats).
+                       key: bytes, rows_per_pass: int = 4, options=None) -> dict[str, np.ndarray]:
+    """Per-text mean over generated positions of E_{x~P'}[-log P(x)] - E_{x~P}[-log P(x)] (nats),
+    `metrics.nll_shift`.
 
     Teacher-forced on unwatermarked generations: at each position the model's next-token
     distribution P and its reweight P' under each processor (the context code of that position,
     the repeated-code rule ignored). The shift is linear in P', so distribution preservation
     (E_key P' = P) makes its mean over positions (fresh seeds) zero, with far less noise than the
-    perplexity of sampled text; KGW's is positive. Returns label -> float [n texts] (NaN if empty).
+    perplexity of sampled text; KGW's is positive. With `options` (SamplingOptions) that cut top-k
+    or top-p, P is the filtered distribution, as the processor sees it with filters before it.
+    Returns label -> float [n texts] (NaN if empty).
     """
+    from jaxml.llm.generate import filter_logits
+
     width = keys.CONTEXT_WIDTH
     rows = [i for i, g in enumerate(generations) if len(g)]
+    out = {label: np.full(len(generations), np.nan) for label, wm in wms.items() if wm is not None}
+    if not rows or not out:
+        return out
     max_new = max(len(g) for g in generations)
-    length = int(math.ceil(max(len(prompts.tokens[i]) + len(generations[i]) for i in rows) / 16) * 16)
+    longest = max(len(prompts.tokens[i]) + len(generations[i]) for i in rows)
+    length = min(-(-longest // 16) * 16, model.config.max_len)   # one padded length for all passes
 
     @jax.jit
-    def forward(tokens, valid):
-        positions = jnp.maximum(jnp.cumsum(valid) - 1, 0)[None]
-        return model.apply({"params": params}, tokens[None], positions, key_valid=valid[None])[0][0]
+    def forward(params, tokens, valid):   # params an argument: closed over, XLA would fold them as constants
+        positions = jnp.maximum(jnp.cumsum(valid, axis=1) - 1, 0)
+        return model.apply({"params": params}, tokens, positions, key_valid=valid)[0]
 
-    fns = {}
-    for label, wm in wms.items():
-        if wm is None:
-            continue
+    def shift(logits, seeds, mask, wm):
+        if options is not None:
+            logits = filter_logits(logits, options)
+        return metrics_lib.nll_shift(logits, wm.apply(logits, seeds), mask)
 
-        def shift(logits, seeds, mask, wm=wm):
-            logp = jax.nn.log_softmax(logits, -1)
-            new = jax.nn.softmax(wm.apply(logits, seeds), -1)
-            per = jnp.sum((new - jnp.exp(logp)) * -logp, -1)
-            return jnp.sum(jnp.where(mask, per, 0.0)) / jnp.maximum(mask.sum(), 1)
-        fns[label] = jax.jit(shift)
-    out = {label: np.full(len(generations), np.nan) for label in fns}
-    for i in rows:
-        seq = np.concatenate([np.asarray(prompts.tokens[i]), generations[i]]).astype(np.int32)
-        plen, n = len(prompts.tokens[i]), len(generations[i])
-        tokens = np.zeros(length, np.int32)
-        tokens[:len(seq)] = seq
-        valid = np.arange(length) < len(seq)
-        logits = forward(jnp.asarray(tokens), jnp.asarray(valid))
-        at = np.clip(np.arange(plen - 1, plen - 1 + max_new), 0, length - 1)    # predicting generated token t
-        padded = np.concatenate([np.full(width, -1), tokens])                     # -1: no token before the start
-        codes = np.stack([padded[at + 1 + j] for j in range(width)], axis=1)      # tokens at[t]-4 .. at[t]
-        seeds = keys.context_seeds(jnp.asarray(codes, jnp.int32), key)
-        mask = jnp.arange(max_new) < n
-        for label, fn in fns.items():
-            out[label][i] = float(fn(logits[at], seeds, mask))
+    fns = {label: jax.jit(functools.partial(shift, wm=wm)) for label, wm in wms.items() if wm is not None}
+    for start in range(0, len(rows), rows_per_pass):
+        chunk = rows[start:start + rows_per_pass]
+        tokens = np.zeros((rows_per_pass, length), np.int32)
+        valid = np.zeros((rows_per_pass, length), bool)
+        valid[:, 0] = True   # filler rows of the last pass: one token
+        for r, i in enumerate(chunk):
+            seq = np.concatenate([np.asarray(prompts.tokens[i]), generations[i]]).astype(np.int32)
+            tokens[r, :len(seq)], valid[r, :len(seq)] = seq, True
+        logits = forward(params, jnp.asarray(tokens), jnp.asarray(valid))
+        for r, i in enumerate(chunk):
+            plen, n = len(prompts.tokens[i]), len(generations[i])
+            at = np.clip(np.arange(plen - 1, plen - 1 + max_new), 0, length - 1)    # predicting generated token t
+            padded = np.concatenate([np.full(width, -1), tokens[r]])                  # -1: no token before the start
+            codes = np.stack([padded[at + 1 + j] for j in range(width)], axis=1)      # tokens at[t]-4 .. at[t]
+            seeds = keys.context_seeds(jnp.asarray(codes, jnp.int32), key)
+            mask = jnp.arange(max_new) < n
+            for label, fn in fns.items():
+                out[label][i] = float(fn(logits[r, at], seeds, mask))
     return out
 
 
@@ -205,6 +245,186 @@ def _score_at(detector: detect.Detector, positions: np.ndarray, rows: np.ndarray
     """Scores of the first `length` tokens (length - width scored) of the selected rows."""
     green, n = detector.green_counts(positions[rows], upto=length - detector.context_width)
     return detect.statistics(green, n, detector.gammas)
+
+
+def quality_metrics(ppl: dict[str, np.ndarray], shifts: dict[str, np.ndarray],
+                    lengths: dict[str, np.ndarray]) -> dict[str, float]:
+    """Perplexity and NLL (mean, bootstrap CI, paired difference to no watermark) per label of `ppl`
+    (may be empty), and the expected NLL shift (mean, CI) per watermark."""
+    out = {}
+    for label, values in ppl.items():
+        mean, lo, hi = metrics_lib.mean_ci(values)
+        out.update({f"ppl/{label}": mean, f"ppl_ci_low/{label}": lo, f"ppl_ci_high/{label}": hi})
+        # log-perplexity (mean NLL per token of each text): less dominated by a few outlying texts
+        mean, lo, hi = metrics_lib.mean_ci(np.log(values))
+        out.update({f"nll/{label}": mean, f"nll_ci_low/{label}": lo, f"nll_ci_high/{label}": hi})
+        if label == NONE:
+            continue
+        for name, transform in (("ppl", lambda x: x), ("nll", np.log)):
+            mean, lo, hi = metrics_lib.paired_difference_ci(transform(values), transform(ppl[NONE]))
+            out.update({f"{name}_diff_vs_none/{label}": mean, f"{name}_diff_ci_low/{label}": lo,
+                        f"{name}_diff_ci_high/{label}": hi})
+    out.update({f"mean_length/{label}": float(np.mean(n)) for label, n in lengths.items()})
+    for label, values in shifts.items():
+        mean, lo, hi = metrics_lib.mean_ci(values)
+        out.update({f"nll_shift/{label}": mean, f"nll_shift_ci_low/{label}": lo, f"nll_shift_ci_high/{label}": hi})
+        _, lo, hi = metrics_lib.mean_ci(values, level=0.99)   # the claim's test: a percentile bootstrap over few
+        out.update({f"nll_shift_ci99_low/{label}": lo, f"nll_shift_ci99_high/{label}": hi})   # texts undercovers
+    return out
+
+
+Z_NORMAL_1PCT = 2.3263478740408408   # one-sided N(0, 1) quantile for KGW's z-test
+
+
+def detection_metrics(detector: detect.Detector, positions: dict[str, np.ndarray], lengths: dict[str, np.ndarray],
+                      human: np.ndarray | None, text_lengths, fpr: float = 0.01) -> dict[str, float]:
+    """Per length L: the empirical threshold at `fpr` on the unwatermarked generations (gamma 0.5),
+    the FPR of it and of the Hoeffding threshold on human text and a second unwatermarked sample,
+    and per watermark the TPR at both thresholds, the KGW z-test's and the official min-p's."""
+    col = list(detector.gammas).index(0.5)
+    out = {}
+    for length in text_lengths:
+        null = _score_at(detector, positions[NONE], np.flatnonzero(lengths[NONE] >= length), length)
+        threshold = metrics_lib.empirical_threshold(null.score[:, col], fpr)
+        out[f"threshold_emp/L{length}"] = threshold
+        out[f"n_null/L{length}"] = float(len(null.n))
+        out[f"fpr_hoeffding_gen/L{length}"] = metrics_lib.detection_rate(
+            null.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
+        out[f"fpr_minp_gen/L{length}"] = metrics_lib.detection_rate(-null.min_p_value_uncorrected, -fpr, strict=False)
+        for label in positions:   # an independent unwatermarked sample at the same threshold
+            if label.startswith(CONTROL):
+                control = _score_at(detector, positions[label], np.flatnonzero(lengths[label] >= length), length)
+                out[f"fpr_emp_control/L{length}/{label}"] = metrics_lib.detection_rate(control.score[:, col], threshold)
+        if human is not None:
+            h = _score_at(detector, human, np.arange(len(human)), length)
+            out[f"fpr_emp_human/L{length}"] = metrics_lib.detection_rate(h.score[:, col], threshold)
+            out[f"fpr_hoeffding_human/L{length}"] = metrics_lib.detection_rate(
+                h.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
+            out[f"fpr_kgw_z_human/L{length}"] = metrics_lib.detection_rate(h.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
+            out[f"fpr_minp_human/L{length}"] = metrics_lib.detection_rate(-h.min_p_value_uncorrected, -fpr, strict=False)
+        for label in positions:
+            rows = np.flatnonzero(lengths[label] >= length)
+            if _unmarked(label) or not len(rows):
+                continue
+            s = _score_at(detector, positions[label], rows, length)
+            out[f"n/L{length}/{label}"] = float(len(rows))
+            out[f"tpr_emp/L{length}/{label}"] = metrics_lib.detection_rate(s.score[:, col], threshold)
+            out[f"tpr_hoeffding/L{length}/{label}"] = metrics_lib.detection_rate(
+                s.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
+            out[f"tpr_kgw_z/L{length}/{label}"] = metrics_lib.detection_rate(s.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
+            out[f"tpr_minp/L{length}/{label}"] = metrics_lib.detection_rate(-s.min_p_value_uncorrected, -fpr, strict=False)
+            out[f"mean_score/L{length}/{label}"] = float(s.score[:, col].mean())
+    return out
+
+
+def attack_metrics(detector: detect.Detector, gens: dict[str, list[np.ndarray]], length: int, threshold: float,
+                   epsilons, vocab: int, seed: int) -> dict[str, float]:
+    """TPR after random substitution at each epsilon of the first `length` tokens of the texts
+    that reached it, at the unattacked empirical threshold and at Hoeffding's (gamma 0.5)."""
+    col = list(detector.gammas).index(0.5)
+    out = {}
+    for label, g in gens.items():
+        texts = [x[:length] for x in g if len(x) >= length]
+        if _unmarked(label) or not texts:
+            continue
+        out[f"n_attack/{label}"] = float(len(texts))
+        for eps in epsilons:
+            s = detector.score(detect.substitute(texts, eps, vocab, seed=seed))
+            out[f"tpr_attack_emp/eps{eps:g}/{label}"] = metrics_lib.detection_rate(s.score[:, col], threshold)
+            out[f"tpr_attack_hoeffding/eps{eps:g}/{label}"] = metrics_lib.detection_rate(
+                s.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
+    for eps in epsilons:
+        out[f"untouched_fraction/eps{eps:g}"] = metrics_lib.untouched_fraction(eps, detector.context_width)
+    return out
+
+
+def throughput_metrics(seconds: dict[str, list[float]]) -> dict[str, float]:
+    """Generation throughput of each watermark relative to none, from the warm batches (the second
+    on) of `generate_all`, timed back to back: `metrics.throughput_ratio` of seconds per step."""
+    out = {}
+    plain = seconds.get(NONE, [])[1:]
+    for label, values in seconds.items():
+        if _unmarked(label) or len(values) < 2 or len(plain) != len(values) - 1:
+            continue
+        out[f"generation_throughput_ratio/{label}"] = metrics_lib.throughput_ratio(values[1:], plain)
+        out[f"n_timed_batches/{label}"] = float(len(plain))
+    return out
+
+
+MIN_TEXTS = 10   # fewer texts per configuration: a claim's verdict is 'not comparable'
+MIN_TIMED_ROUNDS = 3   # fewer paired timings: the throughput ratio is too noisy for a verdict
+
+
+def _fmt_ci(metrics: dict, stem: str, label: str, digits: int = 3, ci: str = "_ci") -> str:
+    return (f"{metrics[f'{stem}/{label}']:+.{digits}f} [{metrics[f'{stem}{ci}_low/{label}']:+.{digits}f}, "
+            f"{metrics[f'{stem}{ci}_high/{label}']:+.{digits}f}]")
+
+
+def watermark_claims(m: dict[str, float], config, n_texts: int) -> list[Claim]:
+    """The paper's claims on quality, detectability and resilience, from the metrics of `watermark`."""
+    comparable = config.model != "tiny" and n_texts >= MIN_TEXTS
+    scale = (f"{config.model}, {n_texts} prompts x {config.max_new_tokens} new tokens, T = {config.temperature:g}"
+             if config.model != "tiny" else f"tiny random Llama, {n_texts} random prompts")
+    dips = [f"dipmark_a{a:g}" for a in config.alphas]
+    kgws = [f"kgw_d{d:g}" for d in config.deltas]
+    head = f"dipmark_a{config.headline_alpha:g}"
+    claims = []
+    contains_zero = [m[f"nll_shift_ci99_low/{k}"] <= 0 <= m[f"nll_shift_ci99_high/{k}"] for k in dips]
+    kgw_positive = [m[f"nll_shift_ci99_low/{k}"] > 0 for k in kgws]
+    ours = "; ".join([f"DiPmark alpha {k[len('dipmark_a'):]}: {_fmt_ci(m, 'nll_shift', k, 4, '_ci99')}" for k in dips]
+                     + [f"KGW delta {k[len('kgw_d'):]}: {_fmt_ci(m, 'nll_shift', k, 4, '_ci99')}" for k in kgws])
+    claims.append(Claim(
+        text=("DiPmark preserves the text distribution (E_key[P'] = P): its expected NLL shift under the "
+              "unwatermarked model is 0 (the 99% CI contains 0) while KGW's is positive"),
+        ours=f"expected NLL shift, nats/token [99% CI]: {ours} ({scale})",
+        verdict=verdict(all(contains_zero) and all(kgw_positive) and bool(kgws) if comparable else None)))
+    longest = max(config.lengths)
+    if f"tpr_hoeffding/L{longest}/{head}" in m:
+        tpr, emp = m[f"tpr_hoeffding/L{longest}/{head}"], m[f"tpr_emp/L{longest}/{head}"]
+        n, n_null = int(m[f"n/L{longest}/{head}"]), int(m[f"n_null/L{longest}"])
+        human = f"fpr_emp_human/L{longest}" in m
+        hoeffding_fpr = (f" (its FPR on {config.n_human} human text windows: "
+                         f"{m[f'fpr_hoeffding_human/L{longest}']:.3f})" if human else "")
+        emp_fpr = f"; its FPR on the human windows: {m[f'fpr_emp_human/L{longest}']:.3f}" if human else ""
+        claims.append(Claim(
+            text=("DiPmark is detectable from the key alone (no model, no prompt): high TPR at 1% FPR "
+                  "(we require >= 0.9 at Hoeffding's threshold, whose FPR is <= 1% by theory)"),
+            ours=(f"TPR at {longest} tokens, alpha {config.headline_alpha:g}, gamma 0.5: {tpr:.2f} at Hoeffding's "
+                  f"threshold{hoeffding_fpr}; {emp:.2f} at the empirical threshold (99th percentile of {n_null} "
+                  f"unwatermarked generations{emp_fpr}); n = {n} ({scale})"),
+            verdict=verdict(tpr >= 0.9 if comparable and n >= MIN_TEXTS else None)))
+    eps = config.claim_epsilon
+    key = f"tpr_attack_hoeffding/eps{eps:g}/{head}"
+    if key in m:
+        n = int(m[f"n_attack/{head}"])
+        kgw = "; ".join(f"KGW delta {k[len('kgw_d'):]}: {m[f'tpr_attack_hoeffding/eps{eps:g}/{k}']:.2f}"
+                        for k in kgws if f"tpr_attack_hoeffding/eps{eps:g}/{k}" in m)
+        claims.append(Claim(
+            text=(f"DiPmark is resilient: it stays detectable after {eps:.0%} of the tokens are replaced at random "
+                  f"(we require TPR >= 0.8 at Hoeffding's 1% threshold)"),
+            ours=(f"TPR after substitution at eps = {eps:g}, first {config.attack_length} tokens: DiPmark alpha "
+                  f"{config.headline_alpha:g} {m[key]:.2f} (unattacked {m[f'tpr_hoeffding/L{config.attack_length}/{head}']:.2f})"
+                  + (f"; {kgw}" if kgw else "") + f"; n = {n}; {m[f'untouched_fraction/eps{eps:g}']:.0%} of the scored "
+                  f"tokens keep token and context ({scale})"),
+            verdict=verdict(m[key] >= 0.8 if comparable and n >= MIN_TEXTS else None)))
+    ratio_key = f"generation_throughput_ratio/{head}"
+    if config.throughput_claim and ratio_key in m:
+        kgw = "; ".join(f"KGW delta {k[len('kgw_d'):]}: {m[f'generation_throughput_ratio/{k}']:.3f}x"
+                        for k in kgws if f"generation_throughput_ratio/{k}" in m)
+        rounds = int(m[f"n_timed_batches/{head}"])
+        claims.append(cost_claim(m[ratio_key], kgw, f"{rounds} warm batch(es) of {config.batch_size} timed back to "
+                                 f"back during the watermark generation ({scale})",
+                                 comparable and rounds >= MIN_TIMED_ROUNDS))
+    return claims
+
+
+def cost_claim(ratio: float, others: str, setting: str, comparable: bool) -> Claim:
+    """The efficiency claim from a throughput ratio (watermarked / unwatermarked tokens per second)."""
+    return Claim(
+        text=("DiPmark is efficient: generating with it costs little over generating without it "
+              "(we require a throughput ratio >= 0.85)"),
+        ours=f"throughput with DiPmark {ratio:.3f}x of without" + (f" ({others})" if others else "") + f"; {setting}",
+        verdict=verdict(ratio >= 0.85 if comparable else None))
 
 
 @registry.experiment("dipmark/watermark")
@@ -218,133 +438,81 @@ def watermark(config, workdir) -> Result:
     wms = watermarks(config, key, vocab)
     gens, seconds = generate_all(config, model, params, tok, prompts, wms, workdir)
     pad_id = tok.pad_id if tok is not None else 0
-    metrics, table = {}, {}
+    lengths = {label: np.array([len(x) for x in g]) for label, g in gens.items()}
 
-    # Quality: perplexity under the unwatermarked model, CIs and the paired difference to no watermark.
-    ppl_cache = workdir / "perplexities.json"   # scoring is slow on CPU: reuse it for the same generations
-    fingerprint = _fingerprint(config, prompts)
-    cached = json.loads(ppl_cache.read_text()) if ppl_cache.exists() else {}
-    if cached.get("fingerprint") != fingerprint:
-        cached = {}
-    ppl = {label: np.asarray(cached[label], np.float64) if label in cached
-           else perplexities(model, params, prompts, g, pad_id) for label, g in gens.items()}
-    for label, values in ppl.items():
-        ok = np.isfinite(values)
-        lo, hi = bootstrap_ci(values[ok])
-        both = ok & np.isfinite(ppl[NONE])
-        diff = values[both] - ppl[NONE][both]
-        dlo, dhi = bootstrap_ci(diff) if label != NONE else (0.0, 0.0)
-        metrics.update({f"ppl/{label}": float(values[ok].mean()), f"ppl_ci_low/{label}": lo, f"ppl_ci_high/{label}": hi,
-                        f"ppl_diff_vs_none/{label}": float(diff.mean()), f"ppl_diff_ci_low/{label}": dlo,
-                        f"ppl_diff_ci_high/{label}": dhi, f"mean_length/{label}": float(np.mean([len(x) for x in gens[label]]))})
-        # log-perplexity (mean NLL per token of each text): less dominated by a few outlying texts
-        logs, log_none = np.log(values), np.log(ppl[NONE])
-        lo, hi = bootstrap_ci(logs[ok])
-        ldiff = logs[both] - log_none[both]
-        dlo, dhi = bootstrap_ci(ldiff) if label != NONE else (0.0, 0.0)
-        metrics.update({f"nll/{label}": float(logs[ok].mean()), f"nll_ci_low/{label}": lo, f"nll_ci_high/{label}": hi,
-                        f"nll_diff_vs_none/{label}": float(ldiff.mean()), f"nll_diff_ci_low/{label}": dlo,
-                        f"nll_diff_ci_high/{label}": dhi})
+    # Quality: the expected NLL shift on the unwatermarked texts' contexts (no sampling noise), and the
+    # perplexity of the sampled texts under the unwatermarked model (scoring is slow on CPU: optional,
+    # and cached for the same generations).
+    ppl = {}
+    if config.sampled_perplexity:
+        ppl_cache = workdir / "perplexities.json"
+        fingerprint = _fingerprint(config, prompts)
+        cached = json.loads(ppl_cache.read_text()) if ppl_cache.exists() else {}
+        if cached.get("fingerprint") != fingerprint:
+            cached = {}
+        ppl = {label: np.asarray(cached[label], np.float64) if label in cached
+               else perplexities(model, params, prompts, g, pad_id) for label, g in gens.items()}
+        ppl_cache.write_text(json.dumps({"fingerprint": fingerprint, **{k: v.tolist() for k, v in ppl.items()}}))
+    shifts = expected_nll_shift(model, params, prompts, gens[NONE], wms, key, options=sampling_options(config))
+    metrics = quality_metrics(ppl, shifts, lengths)
 
-    # Quality without sampling noise: the expected NLL shift on the unwatermarked texts' contexts.
-    shifts = expected_nll_shift(model, params, prompts, gens[NONE], wms, key)
-    for label, values in shifts.items():
-        ok = np.isfinite(values)
-        lo, hi = bootstrap_ci(values[ok])
-        metrics.update({f"nll_shift/{label}": float(values[ok].mean()), f"nll_shift_ci_low/{label}": lo,
-                        f"nll_shift_ci_high/{label}": hi})
-
-    # Detection: gamma = 0.5 fixed (the DiPmark score Phi; KGW's z is a monotone transform of it at fixed gamma).
+    # Detection at gamma = 0.5 (the DiPmark score Phi; KGW's z is a monotone transform of it at fixed gamma).
     detector = detect.Detector(key, vocab, gammas=tuple(config.gammas))
-    col = list(detector.gammas).index(0.5)
     width = detector.context_width
-    pos = {}
-    for label, g in gens.items():
-        rows = [x if len(x) > width else np.zeros(width + 1, np.int64) for x in g]   # too short: never scored below
-        pos[label] = detector.positions(rows)[0]
-    lens = {label: np.array([len(x) for x in g]) for label, g in gens.items()}
+    positions = {label: detector.positions([x if len(x) > width else np.zeros(width + 1, np.int64) for x in g])[0]
+                 for label, g in gens.items()}   # too short: never scored below
     human = None
-    if tok is not None:
+    if tok is not None and config.n_human:
         windows = data.human_windows(tok, tuple(config.corpora), n=config.n_human, length=max(config.lengths))
         human = detector.positions(windows)[0]
-    z_normal_1pct = 2.3263478740408408   # one-sided N(0, 1) quantile for KGW's z-test
-    for length in config.lengths:
-        null_rows = np.flatnonzero(lens[NONE] >= length)
-        null = _score_at(detector, pos[NONE], null_rows, length)
-        threshold = float(np.quantile(null.score[:, col], 0.99, method="higher"))
-        metrics[f"threshold_emp/L{length}"] = threshold
-        metrics[f"n_null/L{length}"] = float(len(null_rows))
-        metrics[f"fpr_hoeffding_gen/L{length}"] = float(np.mean(null.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT))
-        metrics[f"fpr_minp_gen/L{length}"] = float(np.mean(null.min_p_value_uncorrected <= 0.01))
-        for label in gens:   # an independent unwatermarked sample at the same threshold
-            if label.startswith(CONTROL):
-                rows = np.flatnonzero(lens[label] >= length)
-                control = _score_at(detector, pos[label], rows, length)
-                metrics[f"fpr_emp_control/L{length}/{label}"] = float(np.mean(control.score[:, col] > threshold))
-        if human is not None:
-            h = _score_at(detector, human, np.arange(len(human)), length)
-            metrics[f"fpr_emp_human/L{length}"] = float(np.mean(h.score[:, col] > threshold))
-            metrics[f"fpr_hoeffding_human/L{length}"] = float(np.mean(h.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT))
-            metrics[f"fpr_kgw_z_human/L{length}"] = float(np.mean(h.kgw_z[:, col] >= z_normal_1pct))
-            metrics[f"fpr_minp_human/L{length}"] = float(np.mean(h.min_p_value_uncorrected <= 0.01))
-        for label in gens:
-            if _unmarked(label):
-                continue
-            rows = np.flatnonzero(lens[label] >= length)
-            s = _score_at(detector, pos[label], rows, length)
-            metrics[f"n/L{length}/{label}"] = float(len(rows))
-            metrics[f"tpr_emp/L{length}/{label}"] = float(np.mean(s.score[:, col] > threshold)) if len(rows) else 0.0
-            metrics[f"tpr_hoeffding/L{length}/{label}"] = float(np.mean(s.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT)) if len(rows) else 0.0
-            metrics[f"tpr_kgw_z/L{length}/{label}"] = float(np.mean(s.kgw_z[:, col] >= z_normal_1pct)) if len(rows) else 0.0
-            metrics[f"tpr_minp/L{length}/{label}"] = float(np.mean(s.min_p_value_uncorrected <= 0.01)) if len(rows) else 0.0
-            metrics[f"mean_score/L{length}/{label}"] = float(s.score[:, col].mean()) if len(rows) else 0.0
-
-    # Resilience: random substitution of the first `attack_length` tokens, thresholds from unattacked text.
-    length = config.attack_length
-    threshold = metrics[f"threshold_emp/L{length}"]
-    for label, g in gens.items():
-        if _unmarked(label):
-            continue
-        texts = [x[:length] for x in g if len(x) >= length]
-        for eps in config.epsilons:
-            if not texts:
-                metrics[f"tpr_attack_emp/eps{eps:g}/{label}"] = metrics[f"tpr_attack_hoeffding/eps{eps:g}/{label}"] = 0.0
-                continue
-            s = detector.score(detect.substitute(texts, eps, vocab, seed=config.seed))
-            metrics[f"tpr_attack_emp/eps{eps:g}/{label}"] = float(np.mean(s.score[:, col] > threshold))
-            metrics[f"tpr_attack_hoeffding/eps{eps:g}/{label}"] = float(np.mean(s.score[:, col] >= detect.HOEFFDING_THRESHOLD_1PCT))
-    metrics.update({f"generate_seconds/{k}": v for k, v in seconds.items()})
+    metrics.update(detection_metrics(detector, positions, lengths, human, config.lengths))
+    metrics.update(attack_metrics(detector, gens, config.attack_length,
+                                  metrics[f"threshold_emp/L{config.attack_length}"], config.epsilons, vocab,
+                                  config.seed))
+    metrics.update(throughput_metrics(seconds))
+    metrics.update({f"seconds_per_step/{k}": float(np.median(v[1:])) for k, v in seconds.items() if len(v) > 1})
     (workdir / "metrics.json").write_text(json.dumps(metrics, indent=1))
-    ppl_cache.write_text(json.dumps({"fingerprint": fingerprint, **{k: v.tolist() for k, v in ppl.items()}}))
     figures = [_plot_watermark(workdir / "dipmark_watermark.png", metrics, list(gens), config)]
-    headline = f"tpr_emp/L{max(config.lengths)}/dipmark_a{config.headline_alpha:g}"
+    headline = f"nll_shift/dipmark_a{config.headline_alpha:g}"
     return Result(metrics=metrics, headline=headline, figures=figures,
+                  claims=watermark_claims(metrics, config, len(prompts.tokens)),
                   notes=(f"{len(prompts.tokens)} prompts ({config.n_continuation} continuation, {config.n_summarisation} "
                          f"summarisation) x {config.max_new_tokens} new tokens, {config.model}, temperature "
-                         f"{config.temperature:g}, no top-k; gamma = 0.5; FPR threshold = 99th percentile of the "
-                         f"unwatermarked generations' scores."))
+                         f"{config.temperature:g}, top-k {config.top_k or 'none'} (before the watermark); gamma = 0.5; FPR threshold = 99th percentile of the "
+                         f"unwatermarked generations' scores, or Hoeffding's."))
 
 
 def _plot_watermark(path, metrics, labels, config) -> str:
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     marked = [lab for lab in labels if not _unmarked(lab)]
     for lab in marked:
-        axes[0].plot(config.lengths, [metrics[f"tpr_emp/L{L}/{lab}"] for L in config.lengths], marker="o", label=lab)
+        axes[0].plot(config.lengths, [metrics.get(f"tpr_emp/L{L}/{lab}", np.nan) for L in config.lengths],
+                     marker="o", label=lab)
     axes[0].set(xlabel="generated tokens", ylabel="TPR at 1% FPR (empirical threshold)", title="detectability")
     axes[0].legend(fontsize=7)
-    means = [metrics[f"ppl/{lab}"] for lab in labels]
-    err = np.array([[m - metrics[f"ppl_ci_low/{lab}"], metrics[f"ppl_ci_high/{lab}"] - m] for m, lab in zip(means, labels)]).T
-    axes[1].bar(range(len(labels)), means, yerr=err, capsize=3)
-    axes[1].set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
-    axes[1].set(ylabel="perplexity (unwatermarked model), 95% CI", title="quality")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
+    scored = [lab for lab in labels if f"ppl/{lab}" in metrics]
+    means = [metrics[f"ppl/{lab}"] for lab in scored]
+    err = np.array([[m - metrics[f"ppl_ci_low/{lab}"], metrics[f"ppl_ci_high/{lab}"] - m]
+                    for m, lab in zip(means, scored)]).T.reshape(2, -1)
+    axes[1].bar(range(len(scored)), means, yerr=err, capsize=3)
+    axes[1].set_xticks(range(len(scored)), scored, rotation=45, ha="right", fontsize=7)
+    axes[1].set(ylabel="perplexity (unwatermarked model), 95% CI",
+                title="quality of sampled text" if scored else "sampled-text perplexity: not run at this scale")
+    shifts = [metrics[f"nll_shift/{lab}"] for lab in marked]
+    err = np.array([[s - metrics[f"nll_shift_ci_low/{lab}"], metrics[f"nll_shift_ci_high/{lab}"] - s]
+                    for s, lab in zip(shifts, marked)]).T.reshape(2, -1)
+    axes[2].bar(range(len(marked)), shifts, yerr=err, capsize=3)
+    axes[2].axhline(0, color="k", lw=0.8)
+    axes[2].set_xticks(range(len(marked)), marked, rotation=45, ha="right", fontsize=7)
+    axes[2].set(ylabel="expected NLL shift, nats/token, 95% CI", title="distribution preservation")
+    return save_figure(fig, path)
 
 
 # --- Unbiasedness --------------------------------------------------------------------------------
+
+UNBIASED_TOLERANCE = 1e-5   # float32 rounding of sums of V <= 5 probabilities is ~1e-7; a bias is >= 1e-3
+
 
 @registry.experiment("dipmark/unbiased")
 def unbiased(config, workdir) -> Result:
@@ -379,18 +547,29 @@ def unbiased(config, workdir) -> Result:
     vocab = config.vocab
     logits = jnp.asarray(rng.standard_normal((config.n_pairs, vocab)) * config.logit_scale, jnp.float32)
     base = jnp.asarray(rng.integers(0, 2 ** 31 - 1, config.n_pairs), jnp.uint32) * 2
+    p = jax.nn.softmax(logits, axis=-1)
     pair_err = 0.0
-    for alpha in config.alphas:
+    for alpha in config.pair_alphas:   # one compiled processor per alpha: the few the scale affords
         wm = reweight.dipmark(b"k", vocab, alpha=alpha)
-        p = jax.nn.softmax(logits, axis=-1)
-        twin = (jax.nn.softmax(wm.apply(logits, base), -1) + jax.nn.softmax(wm.apply(logits, base + 1), -1)) / 2
+        marked = jax.jit(lambda x, seeds, wm=wm: jax.nn.softmax(wm.apply(x, seeds), -1))   # x: an argument, not a constant
+        one = marked(logits, base)
+        twin = (one + marked(logits, base + 1)) / 2
         err = float(jnp.max(jnp.abs(twin - p)))
         metrics[f"pair_max_abs_err/alpha{alpha:g}"] = err
         pair_err = max(pair_err, err)
-        moved = 0.5 * float(jnp.abs(jax.nn.softmax(wm.apply(logits, base), -1) - p).sum(-1).mean())
-        metrics[f"tv_moved_per_key/alpha{alpha:g}"] = moved   # how much one key changes the distribution
+        metrics[f"tv_moved_per_key/alpha{alpha:g}"] = 0.5 * float(jnp.abs(one - p).sum(-1).mean())   # one key's change
     metrics["pair_max_abs_err"] = pair_err
-    return Result(metrics=metrics, headline="exhaustive_max_abs_err",
+    alphas = ", ".join(f"{a:g}" for a in config.alphas)
+    claim = Claim(
+        text="DiPmark's reweight is distribution-preserving: averaged over keys (permutations) it gives back P exactly",
+        ours=(f"max |mean over all {math.factorial(v)} permutations of P' - P| = {worst:.1e} (float32) for "
+              f"{config.n_distributions} random distributions on V = {v} per alpha in {{{alphas}}}; over the key pairs "
+              f"of our Feistel family at V = {vocab} ({config.n_pairs} logit vectors, alpha in "
+              f"{{{', '.join(f'{a:g}' for a in config.pair_alphas)}}}): {pair_err:.1e}; one key alone moves total "
+              f"variation {metrics[f'tv_moved_per_key/alpha{max(config.pair_alphas):g}']:.3f} at alpha "
+              f"{max(config.pair_alphas):g}"),
+        verdict=verdict(worst < UNBIASED_TOLERANCE and pair_err < UNBIASED_TOLERANCE))
+    return Result(metrics=metrics, headline="exhaustive_max_abs_err", claims=[claim],
                   notes=(f"mean of the DiPmark reweight over all {math.factorial(v)} permutations of V = {v} for "
                          f"{config.n_distributions} random distributions per alpha; and over key pairs of the "
                          f"Feistel family at V = {vocab} ({config.n_pairs} random logit vectors)."))
@@ -411,37 +590,37 @@ def cost(config, workdir) -> Result:
     prompts = load_prompts(config, tok).tokens[:config.batch_size]
     wms = {NONE: None, "dipmark": reweight.dipmark(key, vocab, alpha=0.45), "kgw": reweight.kgw(key, vocab, delta=2.0)}
     wms = {k: v for k, v in wms.items() if k == NONE or k in config.processors}
-    options = SamplingOptions(temperature=1.0)
+    # the watermark part's options: equal shapes, options and processors share its compiled programs
+    options = SamplingOptions(temperature=1.0, filter_order="before_processor")
 
     def run(wm):   # no stop tokens: every configuration decodes exactly max_new_tokens steps
-        t0 = time.perf_counter()
-        out = generate_lib.generate(model, params, prompts, max_new_tokens=config.max_new_tokens, sampling=options,
-                                    key=jax.random.PRNGKey(0), logits_processor=wm)
-        return out.tokens.size / (time.perf_counter() - t0), out
+        return generate_lib.generate(model, params, prompts, max_new_tokens=config.max_new_tokens, sampling=options,
+                                     key=jax.random.PRNGKey(0), logits_processor=wm)
 
-    rates = {k: [] for k in wms}
-    for k, wm in wms.items():
-        run(wm)   # compile
-    for _ in range(config.repeats):   # interleaved, so machine load affects all alike
+    outputs = {k: run(wm) for k, wm in wms.items()}   # compile
+    seconds = {k: [] for k in wms}
+    for _ in range(config.repeats):   # interleaved rounds, so a load change affects all alike
         for k, wm in wms.items():
-            rates[k].append(run(wm)[0])
-    metrics = {f"tokens_per_s/{k}": float(np.median(v)) for k, v in rates.items()}
+            seconds[k].append(median_ms(lambda wm=wm: run(wm).tokens, 1) / 1e3)
+    tokens = outputs[NONE].tokens.size
+    metrics = {f"tokens_per_s/{k}": tokens / float(np.median(v)) for k, v in seconds.items()}
     for k in config.processors:
-        metrics[f"throughput_ratio/{k}"] = metrics[f"tokens_per_s/{k}"] / metrics[f"tokens_per_s/{NONE}"]
-    texts = run(wms["dipmark"])[1].sequences()
+        metrics[f"throughput_ratio/{k}"] = metrics_lib.throughput_ratio(seconds[k], seconds[NONE])
+    texts = outputs["dipmark"].sequences()
     detector = detect.Detector(key, vocab)
-    detector.score(texts)   # compile
-    t0 = time.perf_counter()
-    for _ in range(config.repeats):
-        s = detector.score(texts)
-    metrics["detect_tokens_per_s"] = float(s.n.sum() * config.repeats / (time.perf_counter() - t0))
+    scored = int(detector.score(texts).n.sum())   # compile
+    metrics["detect_tokens_per_s"] = scored / (median_ms(lambda: detector.score(texts).n, config.repeats) / 1e3)
+    others = f"KGW delta 2: {metrics['throughput_ratio/kgw']:.3f}x" if "kgw" in config.processors else ""
+    setting = (f"batch {config.batch_size}, {config.max_new_tokens} new tokens, {config.model}, median of "
+               f"{config.repeats} interleaved rounds")
     return Result(metrics=metrics, headline="throughput_ratio/dipmark",
-                  notes=(f"batch {config.batch_size}, {config.max_new_tokens} new tokens, {config.model}, median of "
-                         f"{config.repeats} interleaved runs; detection scores 5 gammas."))
+                  claims=[cost_claim(metrics["throughput_ratio/dipmark"], others, setting,
+                                     config.model != "tiny" and config.repeats >= MIN_TIMED_ROUNDS)],
+                  notes=(f"{setting}; detection scores 5 gammas."))
 
 
 @registry.experiment("dipmark/reproduce")
 def reproduce(config, workdir) -> Result:
-    """unbiased, watermark and cost at one scale."""
+    """unbiased, watermark and cost at one scale; the first claim is distribution preservation."""
     return gather_parts("dipmark", config, pathlib.Path(__file__).parent / "configs", workdir,
                         headline_part="watermark")

@@ -107,12 +107,12 @@ def repeated_context(context: jax.Array, step: jax.Array, width: int) -> jax.Arr
     return jnp.any(same & (distance <= step)[None], axis=1)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True)
 class Watermark:
     """A watermark configuration and its logits processor `(logits, context, step, key) -> logits`.
 
-    Build one object per configuration and reuse it: `generate` compiles one program per processor
-    object (it is hashed by identity).
+    Compared and hashed by value: `generate` compiles one program per processor, so equal
+    configurations (the same key and parameters) share one.
 
     Attributes:
       key: the private key, normalised to bytes by `keys.as_key_bytes` (bytes or int accepted).
@@ -126,7 +126,9 @@ class Watermark:
         generated position of the row (the official `ignore_history=False`).
       temperature: the sampling temperature used with it: the processor reweights
         softmax(logits / temperature) and returns temperature * log P', so that sampling at that
-        temperature draws from P'. Use no top-k/top-p after it (they would bias P').
+        temperature draws from P'. With top-k/top-p, sample with
+        `SamplingOptions(..., filter_order="before_processor")`: the filters then cut P and the
+        reweight of the filtered distribution stays unbiased; cut after it they would bias P'.
     """
 
     key: bytes

@@ -9,25 +9,17 @@ max |(P'(key) + P'(twin key)) / 2 - P| for the Feistel key family at V = 49,152.
 Paper: E_key[P'] = P (Theorem: DiPmark is distribution-preserving).
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    c = ml_collections.ConfigDict()
-    c.experiment = "dipmark/unbiased"
-    c.seed = arg.seed
+def get_config(arg=None):
+    c, scale = experiment_config("dipmark/unbiased", arg)
     c.small_vocab = 5
-    c.n_distributions = 200
-    c.alphas = (0.0, 0.1, 0.3, 0.35, 0.4, 0.45, 0.5)
-    c.vocab = 49152
-    c.n_pairs = 64
+    c.n_distributions = by_scale(scale, tiny=10, quick=50, full=200)
+    c.alphas = by_scale(scale, tiny=(0.3, 0.5), quick=(0.0, 0.1, 0.3, 0.35, 0.4, 0.45, 0.5),
+                        full=(0.0, 0.1, 0.3, 0.35, 0.4, 0.45, 0.5))
+    c.pair_alphas = by_scale(scale, tiny=(0.5,), quick=(0.45,), full=c.alphas)   # key pairs at V = vocab
+    c.vocab = by_scale(scale, tiny=97, quick=49152, full=49152)
+    c.n_pairs = by_scale(scale, tiny=4, quick=16, full=64)
     c.logit_scale = 3.0
-    scale = scale_of(arg)
-    if scale == "quick":
-        c.n_distributions, c.n_pairs = 50, 16
-    if scale == "tiny":
-        c.n_distributions, c.n_pairs, c.vocab, c.alphas = 10, 4, 97, (0.3, 0.5)
     return c
