@@ -115,5 +115,6 @@ def test_baselines_recover_parameters(method):
     spec = spectral.spectral_estimate(x, 3)
     err, err_spec = spectral.centred_rmse(est, beta), spectral.centred_rmse(spec, beta)
     # JMLE's thresholds carry the known O(1/m) incidental-parameter bias (10 items); MMLE is consistent.
-    assert err < (0.1 if method == "mmle" else 0.35), err
-    assert err_spec < 0.15, err_spec
+    # Measured on this sample: MMLE 0.066, JMLE 0.154, spectral 0.077.
+    assert err < (0.08 if method == "mmle" else 0.2), err
+    assert err_spec < 0.1, err_spec

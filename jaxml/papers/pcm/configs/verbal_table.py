@@ -2,17 +2,15 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/pcm/configs/verbal_table.py --workdir=/tmp/pcm_verbal
-Writes verbal_aggression_thresholds.md (24 items x 2 thresholds per method, grand mean removed).
+Writes verbal_aggression_thresholds.md (24 items x 2 thresholds per method, grand mean removed). The
+same small data at every scale.
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg
+from jaxml.core.config import experiment_config
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    parse_arg(arg, tiny=False, quick=False)      # the same small data at every scale
-    c = ml_collections.ConfigDict()
-    c.experiment = "pcm/verbal_table"
+def get_config(arg=None):
+    c, scale = experiment_config("pcm/verbal_table", arg)
+    c.scale = scale
     c.lam = 0.1
     return c
