@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -79,6 +80,31 @@ def _shift_scores(x, beta, q, nodes, log_w, shifts):
     return jax.lax.map(lambda s: (q * _marginal_loglik(x, beta + s, nodes, log_w)).sum(), shifts)
 
 
+@jax.jit
+def _component_log_likelihoods(x, thresholds, log_pi, nodes, log_w):
+    """log pi_c + log int P(x_u | theta, beta_c) N(theta) dtheta, `[n, C]` (thresholds `[C, m, L]`)."""
+    return jnp.stack([_marginal_loglik(x, b, nodes, log_w) for b in thresholds], 1) + log_pi
+
+
+@jax.jit
+def _posterior(x, thresholds, log_pi, nodes, log_w):
+    """The E-step: responsibilities `[n, C]` and the marginal log-likelihood of the data (one program)."""
+    comp = _component_log_likelihoods(x, thresholds, log_pi, nodes, log_w)
+    norm = jax.nn.logsumexp(comp, 1, keepdims=True)
+    return jnp.exp(comp - norm), norm.sum()
+
+
+@jax.jit
+def _quadrature(nodes, weights):
+    return jnp.asarray(nodes, jnp.float32), jnp.log(jnp.asarray(weights, jnp.float32))
+
+
+@jax.jit
+def _shifted(beta, shift):
+    return beta + shift
+
+
+@functools.partial(jax.jit, static_argnames=("sigma", "points"))
 def _best_shift(x, beta, q, nodes, log_w, sigma, points=41):
     """The shift delta maximising sum_u q_u log int P(x_u | theta, beta + delta) N(theta) dtheta: a grid
     over +-4 sigma, then a grid 20x finer around its best point."""
@@ -101,8 +127,7 @@ def spectral_em(responses, n_components: int, n_levels: int | None = None, *, se
     n, m = x.shape
     if n_components < 1 or n_components > n:
         raise ValueError(f"n_components must be in [1, n_users={n}], got {n_components}")
-    nodes, weights = gauss_hermite(n_points, 0.0, sigma)
-    nodes, log_w = jnp.asarray(nodes, jnp.float32), jnp.log(jnp.asarray(weights, jnp.float32))
+    nodes, log_w = _quadrature(*gauss_hermite(n_points, 0.0, sigma))
     xj = jnp.asarray(x)
     labels = kmeans(_embed(x), n_components, seed) if init_labels is None else np.asarray(init_labels)
     q = np.asarray(jax.nn.one_hot(labels, n_components), np.float64)
@@ -115,15 +140,15 @@ def spectral_em(responses, n_components: int, n_levels: int | None = None, *, se
             counts = pairwise_counts(x, n_levels, q[:, c], validate=False)
             check_counts(counts)
             b = thresholds_from_counts(counts, lam=lam, check=False).thresholds
-            new[c] = np.asarray(b + _best_shift(xj, b, jnp.asarray(q[:, c], jnp.float32), nodes, log_w, sigma))
+            new[c] = np.asarray(_shifted(b, _best_shift(xj, b, jnp.asarray(q[:, c], jnp.float32), nodes, log_w,
+                                                        float(sigma))))
         change = float(((new - beta) ** 2).sum())
         beta = new
         pi = q.mean(0)
-        comp = jnp.stack([_marginal_loglik(xj, jnp.asarray(beta[c], jnp.float32), nodes, log_w)
-                          for c in range(n_components)], 1) + jnp.log(jnp.asarray(pi, jnp.float32))
-        norm = jax.nn.logsumexp(comp, 1, keepdims=True)
-        q = np.asarray(jnp.exp(comp - norm), np.float64)
-        ll_total = float(norm.sum())
+        with np.errstate(divide="ignore"):          # an emptied component: log 0 = -inf, as before
+            log_pi = np.log(pi)
+        q, ll_total = _posterior(xj, jnp.asarray(beta, jnp.float32), jnp.asarray(log_pi, jnp.float32), nodes, log_w)
+        q, ll_total = np.asarray(q, np.float64), float(ll_total)
         current = MixtureFit(beta.copy(), q.mean(0), q, ll_total, it)
         if validation is not None:
             val = float(mixture_log_likelihood(current, validation, sigma=sigma, n_points=n_points).mean())
@@ -138,11 +163,16 @@ def spectral_em(responses, n_components: int, n_levels: int | None = None, *, se
 def mixture_log_likelihood(fit: MixtureFit, responses, *, sigma: float = 1.0, n_points: int = 41) -> np.ndarray:
     """log sum_c pi_c int P(x_u | theta, beta_c) N(theta; 0, sigma^2) dtheta per user `[n]` (held-out data)."""
     x, _ = validate_responses(responses, fit.thresholds.shape[-1], allow_empty_rows=True)
-    nodes, weights = gauss_hermite(n_points, 0.0, sigma)
-    nodes, log_w = jnp.asarray(nodes, jnp.float32), jnp.log(jnp.asarray(weights, jnp.float32))
-    comp = jnp.stack([_marginal_loglik(jnp.asarray(x), jnp.asarray(b, jnp.float32), nodes, log_w)
-                      for b in fit.thresholds], 1) + jnp.log(jnp.asarray(fit.weights, jnp.float32))
-    return np.asarray(jax.nn.logsumexp(comp, 1))
+    nodes, log_w = _quadrature(*gauss_hermite(n_points, 0.0, sigma))
+    with np.errstate(divide="ignore"):
+        log_pi = np.log(np.asarray(fit.weights, np.float64))
+    return np.asarray(_mixture_log_likelihood(jnp.asarray(x), jnp.asarray(fit.thresholds, jnp.float32),
+                                              jnp.asarray(log_pi, jnp.float32), nodes, log_w))
+
+
+@jax.jit
+def _mixture_log_likelihood(x, thresholds, log_pi, nodes, log_w):
+    return jax.nn.logsumexp(_component_log_likelihoods(x, thresholds, log_pi, nodes, log_w), 1)
 
 
 def permutation_error(estimate, truth) -> float:
