@@ -112,6 +112,7 @@ def eap_abilities(responses, thresholds, *, prior_mean: float = 0.0, prior_std: 
     return mean, jnp.sqrt(jnp.maximum(post @ nodes ** 2 - mean ** 2, 0.0))
 
 
+@jax.jit   # one compiled program per shape (eagerly, each of its ~15 ops is compiled on its own)
 def rating_log_probs(theta, thresholds, users, items, scores) -> jax.Array:
     """log P(X_{users, items} = scores) for triples `[T]` (held-out evaluation)."""
     th = jnp.asarray(theta)[jnp.asarray(users)]
@@ -122,6 +123,7 @@ def rating_log_probs(theta, thresholds, users, items, scores) -> jax.Array:
     return jnp.take_along_axis(logp, jnp.asarray(scores)[:, None], -1)[:, 0]
 
 
+@jax.jit
 def predicted_scores(theta, thresholds, users, items) -> jax.Array:
     """The most probable score (argmax over categories) for each (user, item) pair."""
     th = jnp.asarray(theta)[jnp.asarray(users)]
