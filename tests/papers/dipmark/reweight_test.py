@@ -67,7 +67,7 @@ def test_key_family_average_over_a_key_and_its_twin_is_exact():
         wm = reweight.dipmark(b"key", vocab, alpha=alpha)
         marked = jax.jit(lambda s: jax.nn.softmax(wm.apply(logits, s), -1))
         twin = (marked(seeds) + marked(seeds + 1)) / 2
-        np.testing.assert_allclose(twin, jax.nn.softmax(logits, -1), atol=1e-6)
+        np.testing.assert_allclose(twin, jax.nn.softmax(logits, -1), atol=5e-7)   # float32; measured 1.4e-7
         # and a single key does move mass (the watermark is not a no-op)
         assert float(jnp.abs(marked(seeds) - jax.nn.softmax(logits, -1)).sum(-1).min()) > 0.3
 
@@ -82,11 +82,12 @@ def test_processor_equals_the_reweight_in_the_permutation_of_the_context_seed():
     order = keys.permutation_tokens(jnp.arange(vocab)[None], seeds[:, None], vocab)
     expect = reweight.dipmark_reweight(jax.nn.softmax(logits, -1), order, 0.4)
     got = jax.nn.softmax(jax.jit(wm)(logits, context, jnp.int32(0), None), -1)
-    np.testing.assert_allclose(got, expect, atol=1e-6)
+    np.testing.assert_allclose(got, expect, atol=2e-7)   # measured 2.2e-8
     # temperature T: sampling softmax(out / T) draws from the reweight of softmax(logits / T)
     hot = reweight.dipmark(7, vocab, alpha=0.4, temperature=0.7)
     got_t = jax.nn.softmax(jax.jit(hot)(logits, context, jnp.int32(0), None) / 0.7, -1)
-    np.testing.assert_allclose(got_t, reweight.dipmark_reweight(jax.nn.softmax(logits / 0.7, -1), order, 0.4), atol=1e-6)
+    np.testing.assert_allclose(got_t, reweight.dipmark_reweight(jax.nn.softmax(logits / 0.7, -1), order, 0.4),
+                               atol=2e-7)   # measured 4.5e-8
 
 
 def test_kgw_adds_delta_to_the_back_of_the_same_permutation():
