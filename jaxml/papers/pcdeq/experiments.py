@@ -233,20 +233,18 @@ def gradient_errors(conv: bool, activation: str = "tanh", seed: int = 0, unrolle
     conv [2, 6, 6, 3], W >= 0 with row sums about 0.7): vs backprop through `unrolled_steps` unrolled
     iterations (float32, tol 1e-7), and vs central finite differences (eps 1e-5) of the float64 forward
     along 3 random directions (the largest of the 3 relative errors)."""
-    k1, k2, k3, k4 = jax.random.split(jax.random.PRNGKey(seed), 4)
+    # NumPy draws: each jax.random shape would be its own (slow to compile) threefry program.
+    rng = np.random.default_rng(seed)
     shape_x = (2, 6, 6, 3) if conv else (4, 16)
     shape_w = (3, 3, 3, 3) if conv else (16, 16)
-    w = jax.random.uniform(k1, shape_w) * (0.05 if conv else 0.08)   # row sums ~0.7: not saturated
-    x = injection("pcdeq1", jax.random.normal(k2, shape_x))
-    target = jax.random.normal(k3, shape_x)
+    w = jnp.asarray(rng.uniform(size=shape_w) * (0.05 if conv else 0.08), jnp.float32)   # row sums ~0.7
+    x = injection("pcdeq1", jnp.asarray(rng.standard_normal(shape_x), jnp.float32))
+    target = jnp.asarray(rng.standard_normal(shape_x), jnp.float32)
     static = dict(activation=activation, conv=conv)
     g_imp, g_unr = _implicit_and_unrolled_grads(w, x, target, unrolled_steps=unrolled_steps, **static)
     out = {"unrolled_rel_err_w": pm.relative_error(g_imp[0], g_unr[0]),
            "unrolled_rel_err_x": pm.relative_error(g_imp[1], g_unr[1])}
-    keys = jax.random.split(k4, 3)
-    dws = np.stack([np.asarray(jax.random.normal(k, shape_w, jnp.float32)) for k in keys]).astype(np.float64)
-    dxs = np.stack([np.asarray(jax.random.normal(jax.random.fold_in(k, 1), shape_x, jnp.float32))
-                    for k in keys]).astype(np.float64)
+    dws, dxs = rng.standard_normal((3,) + shape_w), rng.standard_normal((3,) + shape_x)
     with jax.enable_x64(True):
         analytic, finite = _directional_derivatives(
             *(jnp.asarray(np.asarray(a), jnp.float64) for a in (w, x, target, dws, dxs)), eps=1e-5, **static)

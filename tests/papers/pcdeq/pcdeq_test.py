@@ -23,12 +23,17 @@ ACTS = {"tanh": "pcdeq1", "softsign": "pcdeq1", "relu6": "pcdeq1", "sigmoid": "p
 
 
 def _problem(conv, act, scale, seed=0):
-    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+    # NumPy draws: each jax.random shape would be its own (slow to compile) threefry program.
+    rng = np.random.default_rng(seed)
     shape_x = (4, 7, 7, 6) if conv else (16, 48)
     shape_w = (3, 3, 6, 6) if conv else (48, 48)
-    w = jax.random.uniform(k1, shape_w) * scale            # W >= 0
-    x = injection(ACTS[act], jax.random.normal(k2, shape_x))
+    w = jnp.asarray(rng.uniform(size=shape_w) * scale, jnp.float32)            # W >= 0
+    x = injection(ACTS[act], jnp.asarray(rng.standard_normal(shape_x), jnp.float32))
     return layer_map(act, conv), w, x
+
+
+def _normal(shape, seed):
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape), jnp.float32)
 
 
 @pytest.mark.parametrize("conv", [False, True])
@@ -41,17 +46,17 @@ def test_unique_fixed_point_and_geometric_convergence(conv, act):
     f, w, x = _problem(conv, act, scale=scale)
     solver = Solver(tol=1e-6, max_iter=500)
     z_a, k_a, r_a, hist = find_fixed_point(lambda z: f(w, z, x), jnp.zeros_like(x), solver, record=True)
-    z_b, k_b, r_b = find_fixed_point(lambda z: f(w, z, x), 3.0 * jax.random.uniform(jax.random.PRNGKey(7), x.shape),
+    z_b, k_b, r_b = find_fixed_point(lambda z: f(w, z, x), 3.0 * jnp.asarray(np.random.default_rng(7).uniform(size=x.shape), jnp.float32),
                                      solver)
     assert float(r_a) < 1e-6 and float(r_b) < 1e-6 and int(k_a) < 500
     # Same point from both starts (uniqueness), and it is a fixed point (measured over the 8 cases:
-    # at most 2.7e-6 apart, |f(z) - z| <= 1.6e-6; the fixed points are O(1)).
-    np.testing.assert_allclose(z_a, z_b, atol=1e-5)
-    np.testing.assert_allclose(f(w, z_a, x), z_a, atol=5e-6)
+    # at most 1.5e-6 apart, |f(z) - z| <= 7.8e-7; the fixed points are O(1)).
+    np.testing.assert_allclose(z_a, z_b, atol=5e-6)
+    np.testing.assert_allclose(f(w, z_a, x), z_a, atol=3e-6)
     assert float(jnp.min(z_a)) >= 0.0   # positive map: the fixed point is in the nonnegative orthant
     rate = geometric_rate(np.asarray(hist), skip=1)
     assert 0.0 < rate < 1.0, rate
-    # Geometric: log residual is close to linear in k (R^2 of the fit; measured >= 0.988).
+    # Geometric: log residual is close to linear in k (R^2 of the fit; measured >= 0.982).
     h = np.asarray(hist)
     k = np.arange(len(h))[np.isfinite(h) & (h > 0)][1:]
     y = np.log(h[k])
@@ -71,16 +76,16 @@ def test_large_nonnegative_weights_still_converge_but_signed_ones_do_not():
 
 @pytest.mark.parametrize("conv", [False, True])
 def test_implicit_gradient_matches_unrolled_and_finite_differences(conv):
-    # Measured (tanh): vs 400 unrolled float32 steps 1.5e-7 dense, 1.9e-7 conv; vs float64 central
-    # differences 1.5e-9 dense, 1.3e-9 conv. Bounds: a few times those.
+    # Measured (tanh): vs 400 unrolled float32 steps 2.7e-7 dense, 4.0e-7 conv; vs float64 central
+    # differences 8.8e-9 dense, 2.6e-8 conv. Bounds: a few times those.
     errs = gradient_errors(conv, "tanh")
     assert errs["unrolled_rel_err_w"] < 1e-6 and errs["unrolled_rel_err_x"] < 1e-6, errs
-    assert errs["finite_difference_rel_err"] < 1e-8, errs
+    assert errs["finite_difference_rel_err"] < 1e-7, errs
 
 
 def test_probe_reports_backward_iterations():
     f, w, x = _problem(False, "softsign", scale=0.05)
-    t = jax.random.normal(jax.random.PRNGKey(3), x.shape)
+    t = _normal(x.shape, 3)
     loss = lambda w, probe: jnp.sum(deq_solve(f, w, x, probe=probe)[0] * t)
     _, probe_grad = jax.grad(loss, argnums=(0, 1))(w, jnp.zeros(2))
     z, _ = deq_solve(f, w, x)
@@ -91,7 +96,7 @@ def test_probe_reports_backward_iterations():
 
 def test_anderson_accelerates_a_slow_contraction():
     _, _, x = _problem(False, "tanh", scale=0.1)
-    q, _ = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(5), (48, 48)))
+    q, _ = jnp.linalg.qr(_normal((48, 48), 5))
     f = lambda z: jnp.tanh(z @ (0.95 * q) + x)             # contraction factor 0.95, signed
     plain = find_fixed_point(f, jnp.zeros_like(x), Solver(tol=1e-6, max_iter=500))
     acc = find_fixed_point(f, jnp.zeros_like(x), Solver(tol=1e-6, max_iter=500, method="anderson"))
@@ -103,20 +108,20 @@ def test_anderson_needs_the_orthant_guard_on_pcdeq_maps():
     f, w, x = _problem(False, "tanh", scale=0.1)
     plain = find_fixed_point(lambda z: f(w, z, x), jnp.zeros_like(x), Solver(tol=1e-6, max_iter=500))
     guarded = anderson(lambda z: f(w, z, x), jnp.zeros_like(x), tol=1e-6, max_iter=500, nonnegative=True)
-    np.testing.assert_allclose(guarded[0], plain[0], atol=1e-6)          # measured 2.4e-7
+    np.testing.assert_allclose(guarded[0], plain[0], atol=2e-6)          # measured 4.8e-7
     # Unguarded, Anderson leaves the nonnegative orthant on this problem and converges to another
     # fixed point of the same map (pcDEQ's uniqueness holds in the orthant only).
     wild, _, res = anderson(lambda z: f(w, z, x), jnp.zeros_like(x), tol=1e-6, max_iter=500)
     assert float(res) < 1e-6 and float(wild.min()) < -0.1
-    np.testing.assert_allclose(f(w, wild, x), wild, atol=1e-5)           # measured 1.9e-6
+    np.testing.assert_allclose(f(w, wild, x), wild, atol=2e-5)           # measured 6.5e-6
     # With the guard, its implicit gradient equals plain iteration's.
-    t = jax.random.normal(jax.random.PRNGKey(1), x.shape)
+    t = _normal(x.shape, 1)
     def grads(solver):
         return jax.grad(lambda w, probe: jnp.sum(deq_solve(f, w, x, solver=solver, probe=probe)[0] * t),
                         (0, 1))(w, jnp.zeros(2))
     g_and, probe_and = grads(Solver(tol=1e-7, method="anderson", nonnegative=True))
     g_it, _ = grads(Solver(tol=1e-7))
-    np.testing.assert_allclose(g_and, g_it, rtol=0, atol=2e-6)           # measured 5.1e-7 (|g| <= 0.38)
+    np.testing.assert_allclose(g_and, g_it, rtol=0, atol=3e-6)           # measured 8.9e-7 (|g| <= 0.30)
     # The adjoint has no sign constraint: the guard applies to the forward map only, so the backward
     # solve is the same with and without it (it was plain iteration in disguise before this fix).
     solver = Solver(tol=1e-7, method="anderson", nonnegative=True)
@@ -160,8 +165,7 @@ def test_parameter_counts_equal_the_official_networks():
 
 
 def test_dense_layer_kernel_paths_equal_the_generic_solver():
-    x = jax.random.normal(jax.random.PRNGKey(0), (8, 32))
-    t = jax.random.normal(jax.random.PRNGKey(1), (8, 32))
+    x, t = _normal((8, 32), 0), _normal((8, 32), 1)
     outs = {}
     for impl in ("generic", "xla", "pallas"):
         layer = DEQLayer(variant="pcdeq1", activation="tanh", implementation=impl)
@@ -178,9 +182,7 @@ def test_dense_layer_kernel_paths_equal_the_generic_solver():
 
 
 def test_conv3x3_and_maxpool_custom_gradients_equal_xla():
-    k = jax.random.split(jax.random.PRNGKey(0), 4)
-    z, w = jax.random.normal(k[0], (2, 9, 9, 5)), jax.random.normal(k[1], (3, 3, 5, 5))
-    t = jax.random.normal(k[2], (2, 9, 9, 5))
+    z, w, t = _normal((2, 9, 9, 5), 0), _normal((3, 3, 5, 5), 1), _normal((2, 9, 9, 5), 2)
     conv = lambda z, w: jax.lax.conv_general_dilated(z, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     pool = lambda x: nn.max_pool(x, (3, 3), strides=(1, 1), padding=((1, 1), (1, 1)))
 
