@@ -77,11 +77,13 @@ def log_weights_at(positions: jax.Array, cuts) -> jax.Array:
     return log_w
 
 
+@jax.jit
 def dipmark_log_weights(probs_permuted: jax.Array, alpha) -> jax.Array:
     """log w [..., V] with P' = w * P (Eq. 2), for probabilities in permuted order [..., V]."""
     return log_weights_at(jnp.arange(probs_permuted.shape[-1]), dipmark_cuts(probs_permuted, alpha))
 
 
+@jax.jit
 def dipmark_reweight(probs: jax.Array, order: jax.Array, alpha) -> jax.Array:
     """P' [..., V] from P [..., V] and the permutation `order` [..., V] (order[i] = token at position i)."""
     permuted = jnp.take_along_axis(probs, order, axis=-1)
