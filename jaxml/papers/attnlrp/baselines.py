@@ -66,16 +66,17 @@ def _path_gradients(model, params, args, *, target, position, point, scales, noi
     if chunk == 1:
         # One path point per call of the plain gradient program (the one Gradient x Input compiled):
         # nothing new to compile, the same sum as the vmapped program.
-        total = 0.0
+        x, noises = np.asarray(x), np.asarray(noises)
+        total = np.zeros(x.shape, np.float32)
         for scale, noise in zip(np.asarray(scales, np.float32), noises):
-            total = total + explain.gradients(model, params, args, target=target, position=position, rules="gradient",
-                                              points=(point,), shift={point: (scale - 1.0) * x + noise},
-                                              model_kwargs=kwargs, logits_fn=logits_fn)[2][point]
-        return np.asarray(x * total / steps)
+            total += np.asarray(explain.gradients(model, params, args, target=target, position=position, rules="gradient",
+                                                  points=(point,), shift={point: (scale - 1.0) * x + noise},
+                                                  model_kwargs=kwargs, logits_fn=logits_fn)[2][point])
+        return x * total / steps
     run = _path_program(model, point, logits_fn, tuple(sorted(kwargs)), chunk)
     spec = explain.perturbation_spec(model, params, tuple(args), kwargs)
     mean_grad = run(params, tuple(args), kwargs, target, position, spec, x, jnp.asarray(scales, jnp.float32), noises)
-    return np.asarray(x * mean_grad)
+    return np.asarray(x) * np.asarray(mean_grad)
 
 
 def integrated_gradients(model, params, args, *, target, position=None, point="embeddings", steps=32,
@@ -87,7 +88,7 @@ def integrated_gradients(model, params, args, *, target, position=None, point="e
     for few steps on a large model). Completeness: the relevance sums to about f(x) - f(0).
     """
     scales = (np.arange(steps) + 0.5) / steps
-    zeros = lambda x, n: jnp.zeros((n,) + x.shape, x.dtype)
+    zeros = lambda x, n: np.zeros((n,) + x.shape, x.dtype)
     return _path_gradients(model, params, args, target=target, position=position, point=point, scales=scales,
                            noise_fn=zeros, chunk=chunk, model_kwargs=model_kwargs)
 
@@ -131,16 +132,15 @@ def attention_rollout(model, params, args, *, position, model_kwargs=None) -> np
     maps are multiplied from the first layer to the last. Needs a model that sows its weights into
     the `attention_weights` collection (Llama does).
     """
-    w = _weights_program(model)(params, tuple(args), dict(model_kwargs or {}))
+    w = np.asarray(_weights_program(model)(params, tuple(args), dict(model_kwargs or {})), np.float64)
     a = w.mean(axis=2)                                   # [layers, batch, len, len]
-    eye = jnp.eye(a.shape[-1])
-    a = 0.5 * a + 0.5 * eye
+    a = 0.5 * a + 0.5 * np.eye(a.shape[-1])
     a = a / a.sum(-1, keepdims=True)
     rollout = a[0]
     for layer in range(1, a.shape[0]):
         rollout = a[layer] @ rollout
-    position = jnp.asarray(position)
-    return np.asarray(jnp.take_along_axis(rollout, position[:, None, None], axis=1)[:, 0])
+    position = np.asarray(position)
+    return np.take_along_axis(rollout, position[:, None, None], axis=1)[:, 0].astype(np.float32)
 
 
 def random_relevance(shape, seed=0) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 from jaxml.core import registry
 from jaxml.core.benchmark import median_ms, timed
 from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot, save_figure
+from jaxml.models.vit import ViT
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 from jaxml.papers.attnlrp import baselines, claims, data, explain, faithfulness, heatmap
 
@@ -306,11 +307,11 @@ class SentenceSimilarity(nn.Module):
 @registry.experiment("attnlrp/faithfulness_minilm")
 def faithfulness_minilm(config, workdir) -> Result:
     """Which words of a sentence make all-MiniLM-L6-v2 find it similar to the next sentence."""
-    from jaxml.models.bert import SentenceEncoder
+    from jaxml.models.bert import Bert, SentenceEncoder, l2_normalize, mean_pool
 
     workdir = make_workdir(workdir)
     enc = SentenceEncoder.load()
-    sentences = [s for s in data.held_out_sentences("austen") if 6 <= len(s.split()) <= config.max_words]
+    sentences = [s for s in data.held_out_sentences(config.corpus) if 6 <= len(s.split()) <= config.max_words]
     rng = np.random.default_rng(config.seed)
     n = config.num_examples
     idx = rng.choice(len(sentences) - 1, size=n, replace=False)
@@ -320,7 +321,11 @@ def faithfulness_minilm(config, workdir) -> Result:
         bert_config = dataclasses.replace(bert_config, num_hidden_layers=config.model_layers)
         bert_params = {k: v for k, v in bert_params.items()
                        if not (k.startswith("layers_") and int(k.removeprefix("layers_")) >= config.model_layers)}
-    reference = enc.encode(second, batch_size=config.batch_size)
+    # The next sentence's embedding (mean pooling, L2 norm: `SentenceEncoder.encode`) from the same,
+    # possibly cut, model; one padded batch, one compile.
+    ref_ids, ref_mask, _ = enc.tokenize(second)
+    embed = jax.jit(lambda p, i, m: l2_normalize(mean_pool(Bert(bert_config).apply({"params": p}, i, m), m)))
+    reference = np.asarray(embed(bert_params, ref_ids, ref_mask))
     ids, mask, _ = enc.tokenize(first)
     pad = config.length - ids.shape[1]
     if pad < 0:
@@ -359,12 +364,12 @@ def faithfulness_minilm(config, workdir) -> Result:
     comparable = config.model_layers == 0
     model_name = ("all-MiniLM-L6-v2" if comparable
                   else f"all-MiniLM-L6-v2 cut to {config.model_layers} layers")
-    setting = f"{model_name} sentence similarity, {n} held-out sentence pairs"
+    setting = f"{model_name} sentence similarity, {n} held-out {config.corpus} sentence pairs"
     return Result(
         metrics=metrics, headline="abc_attnlrp", figures=figures,
         claims=[claims.faithfulness_claim(metrics, setting, comparable=comparable,
                                           ig_steps=config.ig_steps if "integrated_gradients" in methods else None)],
-        notes=(f"{n} consecutive sentence pairs from the held-out Austen novel (first sentence of 6 to "
+        notes=(f"{n} consecutive sentence pairs from the held-out {config.corpus} test documents (first sentence of 6 to "
                f"{config.max_words} words); target 10 x cosine similarity "
                f"of {model_name} embeddings; word embeddings of the first sentence ({config.length} tokens at "
                f"most) zeroed MoRF/LeRF in {config.steps} steps."))
@@ -378,7 +383,7 @@ def faithfulness_vit(config, workdir) -> Result:
 
     The ViT is trained first with the one loop (`examples/fashion_mnist_vit` at `config.vit_scale`,
     with `config.vit_overrides`) in `workdir/vit`, or loaded from `config.vit_workdir` if that
-    names a finished run.
+    names a finished run; with `config.train_vit=False` (tiny) the untrained ViT is explained.
     """
     from jaxml.core.classification import to_float_images
     from jaxml.core.config import load_config
@@ -389,15 +394,20 @@ def faithfulness_vit(config, workdir) -> Result:
     vit_config_path = pathlib.Path(registry.config_path("examples/fashion_mnist_vit"))
     arg = "" if config.vit_scale == "full" else config.vit_scale
     vit_config = load_config(f"{vit_config_path}:{arg}" if arg else str(vit_config_path), tuple(config.vit_overrides))
-    task = registry.get_task(vit_config.task)(vit_config)   # by name: the shared ViT test bed
-    outcome = train_and_evaluate(vit_config, config.vit_workdir or workdir / "vit", task=task)
-    params = jax.device_get(outcome.state.params)
-    model = task.model
-    test = fashion_mnist.load("test")
+    test = fashion_mnist.load("test", in_memory=False)   # reads only the images explained
     n = config.num_examples
     idx = np.random.default_rng(config.seed).choice(len(test), size=n, replace=False)
     batch = test[np.sort(idx)]
     images = np.asarray(to_float_images(jnp.asarray(batch["image"])))
+    if config.train_vit:
+        task = registry.get_task(vit_config.task)(vit_config)   # by name: the shared ViT test bed
+        outcome = train_and_evaluate(vit_config, config.vit_workdir or workdir / "vit", task=task)
+        params, model = jax.device_get(outcome.state.params), task.model
+        accuracy = float(outcome.metrics["test/accuracy"])
+    else:   # tiny: the untrained ViT of the same config (a smoke test of the explanations, no training)
+        model = ViT(num_classes=10, **vit_config.model.to_dict())
+        params = jax.jit(model.init)(jax.random.PRNGKey(config.seed), images[:1])["params"]
+        accuracy = float("nan")
     methods = tuple(config.methods)
     reference = "attnlrp_gamma" if "attnlrp_gamma" in methods else "attnlrp"
     collect = _Collector(methods)
@@ -426,19 +436,20 @@ def faithfulness_vit(config, workdir) -> Result:
                           [f"{fashion_mnist.CLASS_NAMES[t]}" for t in target[:k]])
     abc, merged = collect.result()
     metrics = faithfulness.summarise(abc, reference=reference)
-    metrics.update(num_examples=float(n), vit_test_accuracy=float(outcome.metrics["test/accuracy"]),
-                   accuracy_on_explained=float(np.mean(correct)))
+    metrics.update(num_examples=float(n), accuracy_on_explained=float(np.mean(correct)))
+    if config.train_vit:
+        metrics["vit_test_accuracy"] = accuracy
     figures = [_plot_curves(workdir / "vit_perturbation_curves.png", merged, "Fashion-MNIST ViT", "target logit"),
                str(heatmap.pixels_png(workdir / "vit_pixel_heatmaps.png", *pixel_maps))]
-    comparable = config.vit_scale == "full"
-    setting = (f"Fashion-MNIST ViT ({vit_config.model.layers} layers, test accuracy "
-               f"{outcome.metrics['test/accuracy']:.3f}), {n} test images")
+    comparable = config.vit_scale == "full" and config.train_vit
+    vit_name = (f"Fashion-MNIST ViT ({vit_config.model.layers} layers, test accuracy {accuracy:.4f})" if config.train_vit
+                else f"untrained Fashion-MNIST ViT ({vit_config.model.layers} layers)")
+    setting = f"{vit_name}, {n} test images"
     return Result(metrics=metrics, headline=f"abc_{reference}", figures=figures,
                   claims=[claims.faithfulness_claim(metrics, setting, reference=reference, comparable=comparable,
                                                     ig_steps=config.ig_steps if "integrated_gradients" in methods
                                                     else None)],
-                  notes=(f"{n} Fashion-MNIST test images, ViT ({vit_config.model.layers} layers, test accuracy "
-                         f"{outcome.metrics['test/accuracy']:.4f}); patch embeddings zeroed "
+                  notes=(f"{n} Fashion-MNIST test images, {vit_name}; patch embeddings zeroed "
                          f"MoRF/LeRF in {config.steps} steps; gamma = {config.gamma} on every linear layer for "
                          "the *_gamma methods."))
 

@@ -159,7 +159,7 @@ def point_shift(spec: tuple, points: Sequence[str], shift: dict[str, jax.Array] 
     unknown = [k for k in shift if k not in flat]
     if unknown:
         raise ValueError(f"shift at unknown point(s) {unknown}; points: {list(flat)}")
-    return {p: shift.pop(p) if p in shift else jnp.zeros(flat[p].shape, flat[p].dtype) for p in points} | shift
+    return {p: shift.pop(p) if p in shift else np.zeros(flat[p].shape, flat[p].dtype) for p in points} | shift
 
 
 def gradients(model, params, args: Sequence[Any], *, target, position=None, rules: str | Ops = "attnlrp",

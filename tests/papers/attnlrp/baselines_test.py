@@ -67,6 +67,26 @@ def test_attention_rollout_rows_are_distributions(tiny):
     np.testing.assert_allclose(r[1, 4:], 0.0, atol=1e-7)    # causal: nothing after position 3
 
 
+def test_experiment_dispatch_runs_each_baseline(tiny):
+    """`experiments.explain_scores` (what the experiments call) gives each baseline's own result."""
+    from types import SimpleNamespace
+
+    from jaxml.papers.attnlrp.experiments import explain_scores
+
+    model, params, args = tiny
+    target, position = np.asarray([7, 11]), np.asarray([7, 5])
+    config = SimpleNamespace(ig_steps=16, ig_chunk=4, smoothgrad_samples=4, smoothgrad_noise=0.0, gamma=0.25)
+    scores = lambda m: explain_scores(m, model, params, args, {}, target, position, config, shape=(2, 8))
+    np.testing.assert_allclose(scores("smoothgrad"), scores("gradient_x_input"), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(scores("attention_rollout"),
+                                  baselines.attention_rollout(model, params, args, position=position))
+    np.testing.assert_allclose(scores("integrated_gradients"), baselines.integrated_gradients(
+        model, params, args, target=target, position=position, steps=16, chunk=4).sum(-1), rtol=1e-6)
+    np.testing.assert_array_equal(scores("random"), baselines.random_relevance((2, 8), seed=0))
+    with pytest.raises(ValueError, match="unknown method"):
+        scores("lime")
+
+
 def test_removal_order():
     scores = np.asarray([0.5, -1.0, 2.0, 0.5, 9.0])
     valid = np.asarray([True, True, True, True, False])

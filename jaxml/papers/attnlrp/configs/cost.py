@@ -12,13 +12,13 @@ from jaxml.core.config import by_scale, experiment_config
 
 def get_config(arg=None):
     c, scale = experiment_config("attnlrp/cost", arg)
-    c.corpora = ("austen",)
+    c.corpora = by_scale(scale, tiny=("shakespeare",), quick=("austen",), full=("austen",))
     c.model_layers = by_scale(scale, tiny=2, quick=0, full=0)
     c.batch_size = by_scale(scale, tiny=2, quick=8, full=8)
     c.length = by_scale(scale, tiny=16, quick=24, full=64)
     c.min_tokens = 8
     c.ig_steps = by_scale(scale, tiny=4, quick=8, full=32)
-    c.ig_chunk = by_scale(scale, tiny=4, quick=1, full=8)    # 1: reuse the plain gradient program
+    c.ig_chunk = by_scale(scale, tiny=1, quick=1, full=8)    # 1: reuse the plain gradient program
     c.repeats = by_scale(scale, tiny=2, quick=3, full=5)        # timed calls after the first
     c.ig_repeats = by_scale(scale, tiny=1, quick=1, full=3)
     return c
