@@ -80,11 +80,7 @@ def _setup(name):
     return make, args, logits, params
 
 
-PARAMS = [pytest.param("llama_tied"),
-          pytest.param("llama_untied", marks=pytest.mark.xfail(
-              strict=True, reason="Llama's untied lm_head is a flax.linen.Dense (jaxml/models/llama.py); "
-                                  "as a jaxml.nn.layers.Linear it would go through ops.linear")),
-          pytest.param("vit"), pytest.param("bert")]
+PARAMS = ["llama_tied", "llama_untied", "vit", "bert"]
 
 
 @pytest.mark.parametrize("name", PARAMS)
@@ -111,7 +107,7 @@ def test_every_dense_kernel_goes_through_ops_linear(name):
     assert found["calls"] == len(paths), f"{name}: {found['calls']} ops.linear calls for {len(paths)} kernels"
 
 
-@pytest.mark.parametrize("name", [p for p in PARAMS if p.values[0] != "llama_untied"])
+@pytest.mark.parametrize("name", PARAMS)
 def test_each_ops_linear_result_is_used(name):
     """d(random projection of the output) / d(shift_i) != 0, where the result of the i-th
     `ops.linear` call is moved by shift_i times random noise (over tokens and features: a constant
