@@ -3,9 +3,10 @@
 Registered: `attnlrp/faithfulness_llm`, `attnlrp/faithfulness_minilm`, `attnlrp/faithfulness_vit`,
 `attnlrp/cost`, `attnlrp/reproduce` (all of them at one scale). Configs in `configs/<name>.py`.
 
-Every batch has the same shape (the last one is padded), so each program compiles once; `cost`
-at the quick scale uses the shapes of `faithfulness_llm`, so within one `reproduce` it reuses that
-part's compiled programs. Tiny configs cut the models to their first layers (`model_layers`).
+Every batch has the same shape (the last one is padded), so each program compiles once; IG with
+`ig_chunk=1` runs Gradient x Input's compiled program once per path point. At the quick scale the
+cost claim comes from warm calls inside `faithfulness_llm` (`cost` is not run). Tiny configs cut
+the models to their first layers (`model_layers`): their claims are "not comparable".
 """
 
 from __future__ import annotations
