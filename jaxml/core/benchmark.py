@@ -20,9 +20,14 @@ def median_ms(fn: Callable[[], Any], reps: int) -> float:
     return 1e3 * sorted(times)[len(times) // 2]
 
 
-def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float, Any]:
-    """`(first call in seconds, compilation included; median ms of the next reps calls; first result)`."""
+def call_seconds(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """`(seconds, result)` of one call of `fn()`, waited for with `block_until_ready`."""
     t0 = time.perf_counter()
     result = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
+    return time.perf_counter() - t0, result
+
+
+def timed(fn: Callable[[], Any], reps: int) -> tuple[float, float, Any]:
+    """`(first call in seconds, compilation included; median ms of the next reps calls; first result)`."""
+    first, result = call_seconds(fn)
     return first, median_ms(fn, reps), result

@@ -167,10 +167,12 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path: str | pathlib.Path, dpi: int = 100) -> str:
-    """Lays out, writes and closes a matplotlib figure; returns the path as a string (for `Result.figures`)."""
+def save_figure(fig, path: str | pathlib.Path, dpi: int = 100, tight: bool = True) -> str:
+    """Lays out (`tight_layout`, unless `tight=False` for a figure placed by hand), writes and closes a
+    matplotlib figure; returns the path as a string (for `Result.figures`)."""
     plt = pyplot()
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return str(path)

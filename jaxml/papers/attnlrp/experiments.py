@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.core import registry
-from jaxml.core.benchmark import median_ms, timed
+from jaxml.core.benchmark import call_seconds, median_ms, timed
 from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot, save_figure
 from jaxml.models.vit import ViT
 from jaxml.nn.ops import DEFAULT_OPS, Ops
@@ -72,13 +72,6 @@ def _plot_curves(path, curves: dict[str, dict[str, np.ndarray]], title: str, yla
     axes[1].set(title="LeRF (least relevant first)", xlabel="fraction of inputs zeroed")
     axes[1].legend(fontsize=7)
     return save_figure(fig, path)
-
-
-def _timed_call(fn):
-    """(seconds, result) of one call of `fn`, waited for (`jaxml.core.benchmark.median_ms` of one run)."""
-    out = []
-    ms = median_ms(lambda: out.append(fn()) or out[-1], 1)
-    return ms / 1e3, out[0]
 
 
 def _batches(n: int, batch_size: int):
@@ -166,14 +159,14 @@ def faithfulness_llm(config, workdir) -> Result:
         args, kwargs = _llm_batch(prefixes, take)
         position = np.full(config.batch_size, last)
         target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
-        seconds, lrp = _timed_call(lambda: explain.relevance(model, params, args, target=target, position=position,
+        seconds, lrp = call_seconds(lambda: explain.relevance(model, params, args, target=target, position=position,
                                                              rules="attnlrp", model_kwargs=kwargs))
         times["attnlrp"].append(seconds)
         conservation += list(lrp.conservation("embeddings")[:real])
         values = lrp.values["embeddings"]
         scores = {"attnlrp": lrp.per_token("embeddings")}
         for m in methods[1:]:
-            seconds, scores[m] = _timed_call(lambda: explain_scores(
+            seconds, scores[m] = call_seconds(lambda: explain_scores(
                 m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2]))
             times[m].append(seconds)
         removable = prefixes.valid[take].copy()

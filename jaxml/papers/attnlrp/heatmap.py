@@ -76,9 +76,7 @@ def tokens_png(path: str | pathlib.Path, rows: Sequence[tuple[str, Sequence[str]
             ax.text(x, y + 0.7, t, fontsize=8, family="monospace",
                     bbox=dict(facecolor=np.asarray(_rgb(v)) / 255, edgecolor="none", pad=1.0))
             x += len(t) + 1
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return pathlib.Path(path)
+    return pathlib.Path(save_figure(fig, path, dpi=110, tight=False))   # the axes fill the figure by hand
 
 
 def pixels_png(path: str | pathlib.Path, images: np.ndarray, heatmaps: np.ndarray, titles: Sequence[str]) -> pathlib.Path:
