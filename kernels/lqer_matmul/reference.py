@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxml.compress.linear import quantized_linear
 from jaxml.compress.quantizers import QuantFormat, mxint_parts
 
 # int8 holds exponents in [-128, 127]; MXINT's 8-bit exponent spans [-127, 128] (quantizers.py).
@@ -122,7 +123,8 @@ def unpack(w: PackedMXINT, dtype=jnp.float32) -> jax.Array:
 def lqer_matmul_reference(x: jax.Array, w: PackedMXINT, a: jax.Array | None = None,
                           b: jax.Array | None = None, bias: jax.Array | None = None, *,
                           x_format: QuantFormat = QuantFormat("mxint", 8, 16)) -> jax.Array:
-    """Y = Q_x(X) unpack(W) + Q_x(Q_x(Q_x(X) A) B) + bias, in float32, returned in x's dtype.
+    """Y = Q_x(X) unpack(W) + Q_x(Q_x(Q_x(X) A) B) + bias, in float32, returned in x's dtype: the one
+    specification `jaxml.compress.linear.quantized_linear` applied to the unpacked weight.
 
     Args:
       x: float [..., K].
@@ -134,12 +136,7 @@ def lqer_matmul_reference(x: jax.Array, w: PackedMXINT, a: jax.Array | None = No
       [..., N] in x's dtype. The gradient is the straight-through estimator of the quantizers
       (with respect to x, a, b and bias; none to the integer weight).
     """
-    xq = x_format(x.astype(jnp.float32), axis=-1)
-    y = xq @ unpack(w)
-    if a is not None:
-        xa = x_format(xq @ a.astype(jnp.float32), axis=-1)
-        y = y + x_format(xa @ b.astype(jnp.float32), axis=-1)
-    if bias is not None:
-        y = y + bias.astype(jnp.float32)
+    lowrank = None if a is None else (a.astype(jnp.float32), b.astype(jnp.float32))
+    y = quantized_linear(x.astype(jnp.float32), unpack(w), None if bias is None else bias.astype(jnp.float32),
+                         lowrank, act=x_format)
     return y.astype(x.dtype)
-

@@ -90,3 +90,20 @@ def test_bits_per_element():
     assert QuantFormat("int", 4, group_size=64, symmetric=False).bits_per_element((576, 10), 0) == 4.5
     with pytest.raises(ValueError, match="kind='float'"):
         QuantFormat("float")
+
+
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_mxint_values_equal_its_integer_parts(width):
+    """`mxint` (the streamlined value path) is `mxint_from_parts(mxint_parts(x))` bit for bit, jitted
+    or not, on blocks with zeros, values within 1e-8 of 0, powers of two and a 20-row axis 0."""
+    from jaxml.compress.quantizers import mxint_from_parts
+    x = np.random.default_rng(width).normal(size=(20, 48)).astype(np.float32) * np.logspace(-6, 3, 48)
+    x[:16, 5] = 0.0                      # an all-zero block along axis 0
+    x[3, 7], x[4, 9], x[5, 11] = 1e-9, -5e-9, 2.0 ** 7
+    x = jnp.asarray(x)
+    for axis in (0, -1):
+        mantissa, exponent, layout = mxint_parts(x, width, 16, axis)
+        expected = np.asarray(mxint_from_parts(mantissa, exponent, width, layout, axis))
+        np.testing.assert_array_equal(np.asarray(mxint(x, width, 16, axis)), expected)
+        jitted = jax.jit(mxint, static_argnums=(1, 2, 3))(x, width, 16, axis)
+        np.testing.assert_array_equal(np.asarray(jitted), expected)

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from jaxml.compress.linear import quantized_linear, quantized_ops
-from jaxml.compress.quantizers import QuantFormat, mxint
+from jaxml.compress.quantizers import QuantFormat, integer, mxint
 from jaxml.models.llama import Llama, LlamaConfig
 from kernels.lqer_matmul import (DEFAULT_X_FORMAT, BlockSizes, PackedMXINT, as_linear_op, lqer_matmul,
                                  lqer_matmul_reference, pack, unpack)
@@ -195,15 +195,22 @@ def test_in_kernel_quantizer_equals_library_mxint():
     np.testing.assert_array_equal(jax.jit(lqer_pallas.exp2_int)(e), jax.jit(lambda e: 2.0 ** e)(e))
 
 
-def test_xla_implementation_is_thequantized_linear_of_jaxml_compress():
+def test_xla_implementation_is_lqers_compute_pattern_written_out():
+    """implementation='xla' (= `jaxml.compress.linear.quantized_linear` on the unpacked weight) against
+    Q(X) W_q + Q(Q(Q(X) A) B) + bias composed here from `mxint` and the hand-checked `unpack`."""
     case = Case(m=7, k=96, n=80, rank=8, bias=True, data="normal")
     x, w, a, b, bias = _inputs(case)
-    out = lqer_matmul(x, w, a, b, bias, implementation="xla")
-    np.testing.assert_array_equal(out, _quantized_linear_jit(x, _unpack(w), bias, (a, b), act=DEFAULT_X_FORMAT))
+    q = lambda v: _mxint(v, 8, 16, -1)  # noqa: E731  (MXINT8 along the last axis)
+    xq = q(x)
+    expected = xq @ _unpack(w) + q(q(xq @ a) @ b) + bias
+    np.testing.assert_array_equal(lqer_matmul(x, w, a, b, bias, implementation="xla"), expected)
+    np.testing.assert_array_equal(lqer_matmul(x, w, implementation="xla"), xq @ _unpack(w))
     # int activations (a scale per row) are an XLA-only format
     fmt = QuantFormat("int", 8)
-    np.testing.assert_array_equal(lqer_matmul(x, w, a, b, bias, x_format=fmt, implementation="xla"),
-                                  _quantized_linear_jit(x, _unpack(w), bias, (a, b), act=fmt))
+    qi = lambda v: integer(v, 8, axis=-1)  # noqa: E731
+    expected = qi(x) @ _unpack(w) + qi(qi(qi(x) @ a) @ b) + bias
+    np.testing.assert_allclose(lqer_matmul(x, w, a, b, bias, x_format=fmt, implementation="xla"), expected,
+                               rtol=0, atol=0)
 
 
 def test_pallas_is_inference_only_and_xla_has_ste_gradients():
@@ -284,7 +291,7 @@ def test_as_linear_op_routes_packed_and_float_kernels():
 
 
 def _tiny_llama_params():
-    config = LlamaConfig(vocab_size=50, hidden=32, layers=2, heads=4, kv_heads=2, mlp_hidden=64)
+    config = LlamaConfig(vocab_size=50, hidden=32, layers=1, heads=4, kv_heads=2, mlp_hidden=64)
     model = Llama(config)
     tokens = jax.random.randint(jax.random.PRNGKey(0), (2, 9), 0, 50)
     positions = jnp.broadcast_to(jnp.arange(9), tokens.shape)
@@ -323,7 +330,7 @@ def test_llama_with_packed_kernels_matches_fake_quantized_xla_path():
 
     fake_params, n_linears = _convert_linears(params, fake)
     packed_params, _ = _convert_linears(params, packed)
-    assert n_linears == 2 * 7  # q, k, v, o, gate, up, down per layer
+    assert n_linears == 7  # q, k, v, o, gate, up, down
     leaves = jax.tree.leaves(packed_params, is_leaf=lambda v: isinstance(v, PackedMXINT))
     assert sum(isinstance(v, PackedMXINT) for v in leaves) == n_linears
 
