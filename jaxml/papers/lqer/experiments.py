@@ -4,40 +4,82 @@ sweep, and the singular-value spectra of E and diag(s) E (the paper's Fig. 1a).
 SmolLM2's weights come from a Q4_1 GGUF, so the "full-precision" reference is itself the
 dequantized 4-bit model: every method here re-quantizes weights that already sit on a 4-bit grid
 (per 32 weights), which is easier at W4 than quantizing real bf16 weights.
+
+Sharing within one process (the parts of `lqer/reproduce` run in one): the model is loaded once
+(`load_smollm2` is memoized), the calibration statistics are computed once per calibration
+setting (`calibrate_for`), and every W?A8 model is evaluated with its low-rank factors zero-padded
+to `config.pad_rank` (`methods.pad_lowrank`: exact, adding zeros) so that MXINT, LQER and L2QER at
+every rank run through one compiled program instead of one per rank.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import functools
 import json
 import pathlib
 import time
 
-import jax.numpy as jnp
 import numpy as np
 
-from jaxml.compress import calibration
-from jaxml.compress.linear import quantized_ops
 from jaxml import progress
+from jaxml.compress import calibration
+from jaxml.compress.blas import single_threaded_blas
+from jaxml.compress.linear import quantized_ops
+from jaxml.compress.quantizers import QuantFormat
 from jaxml.core import registry
-from jaxml.core.experiment import Result, gather_parts
+from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
 from jaxml.data import text
 from jaxml.llm.generate import perplexity
-from jaxml.papers.lqer.lqer import activation_scale
-from jaxml.papers.lqer.methods import Method, quantize_model
+from jaxml.papers.lqer import metrics as lm
+from jaxml.papers.lqer.lqer import activation_scale, quantize_array
+from jaxml.papers.lqer.methods import Method, pad_lowrank, quantize_model, quantize_model_ranks
+
+# The paper's numbers beside ours (WikiText-2 perplexity, xlsx of ChengZhang-98/lqer; see the README).
+PAPER_ORDER = ("LLaMA-2-7B W4A8: FP16 5.479, L2QER 5.69 (LQER-INT 5.852); OPT-1.3B ablation, FP16 14.63 < "
+               "L2QER <= LQER < MXINT: W4 15.02 / 15.28 / 16.12, W3 16.84 / 25.88 / 31.24")
+PAPER_LOSSLESS = "LLaMA-2-7B: 5.69 vs FP16 5.479 (+3.9%); LLaMA-7B +3.9%, OPT-6.7B +1.3%, Mistral-7B +3.6%"
+PAPER_W3_ADVANTAGE = "OPT-1.3B: LQER +1.7% above L2QER at W4 (15.28 vs 15.02), +54% at W3 (25.88 vs 16.84)"
+PAPER_RANK = "LLaMA-30B W4A8: 4.256 at k=32, 4.255 at k=64; 2-bit needs k=256-512"
+LOSSLESS_GAP = 0.04    # the paper's W4A8 L2QER is within 4% of FP16 on all 11 models of its table (LLaMA-7B: +3.95%)
+
+
+def load_model(decoder_layers: int = 0):
+    """`(model, params, tokenizer)`: SmolLM2-135M, or its first `decoder_layers` decoder layers (with
+    the embedding, final norm and tied head; a truncated model for seconds-long smoke runs whose
+    perplexities mean nothing). 0 = all 30."""
+    from jaxml.models.llama import load_smollm2
+    return _truncated(load_smollm2(), decoder_layers)
+
+
+def _truncated(loaded, decoder_layers: int):
+    model, params, tok = loaded
+    if not decoder_layers or decoder_layers >= model.config.layers:
+        return model, params, tok
+    keep = {k: v for k, v in params.items()
+            if not (k.startswith("layers_") and int(k.split("_")[1]) >= decoder_layers)}
+    return model.clone(config=dataclasses.replace(model.config, layers=decoder_layers)), keep, tok
 
 
 def eval_tokens(tokenizer, config) -> np.ndarray:
     """The held-out text: chapters of the test novel of the Austen split (Persuasion)."""
+    return _eval_tokens(tokenizer, config.eval_chapters, config.eval_tokens)
+
+
+@functools.lru_cache(maxsize=4)
+def _eval_tokens(tokenizer, chapters: int, n: int) -> np.ndarray:
     doc = text.split_documents(text.load_corpus("austen"), seed=0)["test"][0]
-    chapters = text.chapters(doc)
-    ids = tokenizer.encode("\n\n".join(chapters[:config.eval_chapters]))
-    return np.asarray(ids[:config.eval_tokens] if config.eval_tokens > 0 else ids, np.int32)
+    ids = tokenizer.encode("\n\n".join(text.chapters(doc)[:chapters]))
+    out = np.asarray(ids[:n] if n > 0 else ids, np.int32)
+    out.setflags(write=False)
+    return out
 
 
 def calibration_batches(tokenizer, config):
     """`config.calib_sequences` windows of `config.calib_length` tokens from the Shakespeare
     training plays (a different author and genre from the evaluation text)."""
+    import jax.numpy as jnp
     docs = text.split_documents(text.load_corpus("shakespeare"), seed=0)["train"]
     ids = tokenizer.encode("\n\n".join(text.unwrap(d.text) for d in docs[:6]))
     rng = np.random.default_rng(config.seed)
@@ -48,145 +90,277 @@ def calibration_batches(tokenizer, config):
         yield (jnp.asarray(windows[i:i + config.calib_batch]), jnp.asarray(positions[i:i + config.calib_batch])), {}
 
 
-@functools.lru_cache(maxsize=1)
-def _model():
-    from jaxml.models.llama import load_smollm2
-    return load_smollm2()
+_CALIBRATIONS: dict[tuple, dict] = {}
 
 
-def _calibrate(model, params, tokenizer, config):
+def calibrate_for(config, hessian: bool = False) -> dict[str, calibration.LayerStats]:
+    """The calibration statistics of `config`'s model and calibration windows, computed once per
+    setting in this process (a result with the Hessian also serves a request without it)."""
+    key = (config.decoder_layers, config.seed, config.calib_sequences, config.calib_length, config.calib_batch)
+    for h in ((True,) if hessian else (False, True)):
+        if key + (h,) in _CALIBRATIONS:
+            return _CALIBRATIONS[key + (h,)]
+    model, params, tok = load_model(config.decoder_layers)
     t0 = time.perf_counter()
-    stats = calibration.calibrate(model, params, calibration_batches(tokenizer, config), hessian=True)
+    stats = calibration.calibrate(model, params, calibration_batches(tok, config), hessian=hessian)
     progress.log(f"calibration: {config.calib_sequences} x {config.calib_length} tokens, {len(stats)} layers, "
                  f"{time.perf_counter() - t0:.0f}s")
+    if len(_CALIBRATIONS) >= 2:
+        _CALIBRATIONS.pop(next(iter(_CALIBRATIONS)))
+    _CALIBRATIONS[key + (hessian,)] = stats
     return stats
 
 
-def _perplexity(model, params_q, act, tokens, config) -> float:
+def _calibration_key(config) -> tuple:
+    return (config.decoder_layers, config.seed, config.calib_sequences, config.calib_length, config.calib_batch)
+
+
+def _evaluation_key(config) -> tuple:
+    return (config.decoder_layers, config.eval_chapters, config.eval_tokens, config.context, config.stride,
+            config.eval_batch, config.pad_rank)
+
+
+_SVDS: dict[tuple, dict] = {}          # (calibration, method, width, layers) -> {kernel: ErrorSVD}
+_PERPLEXITIES: dict[tuple, float] = {}  # (calibration, evaluation, method, width, rank, layers) -> perplexity
+
+
+def _svd_cache(config, method: Method) -> dict:
+    """The decompositions of `method`'s errors under `config`'s calibration, shared by the parts of
+    one process (the rank sweep reuses the table's); the two most recent (method, width) are kept."""
+    key = (_calibration_key(config), method.name, method.w_bits, tuple(config.layers))
+    if key not in _SVDS:
+        while len(_SVDS) >= 2:
+            _SVDS.pop(next(iter(_SVDS)))
+        _SVDS[key] = {}
+    return _SVDS[key]
+
+
+def _model_key(config, method: Method) -> tuple:
+    """What decides a quantized model's perplexity (a rank-0 LQER/L2QER model is the MXINT model)."""
+    name, rank = method.name, method.rank if method.lowrank else 0
+    if method.lowrank and rank == 0:
+        name = "mxint"
+    return (_calibration_key(config), _evaluation_key(config), name, method.w_bits if name != "fp" else 0, rank,
+            tuple(config.layers))
+
+
+def _perplexity(model, params_q, act: QuantFormat, tokens, config) -> float:
+    if act.kind != "none" and config.pad_rank:
+        params_q = pad_lowrank(params_q, config.pad_rank)    # one compiled program for every rank
     return perplexity(model.clone(ops=quantized_ops(act)), params_q, tokens, context=config.context,
                       stride=config.stride, batch_size=config.eval_batch)["perplexity"]
+
+
+class _Evaluator:
+    """Evaluates quantized models on one worker thread while the caller quantizes the next one
+    (NumPy's decompositions and XLA's compilation and forward passes then share the cores); at most
+    one model waits besides the one being evaluated. Perplexities already computed in this process
+    for the same model (`_model_key`) are reused."""
+
+    def __init__(self, model, tokens, config):
+        self.model, self.tokens, self.config = model, tokens, config
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lqer-eval")
+        self.futures: dict[str, concurrent.futures.Future] = {}
+
+    def known(self, method: Method) -> bool:
+        return _model_key(self.config, method) in _PERPLEXITIES
+
+    def submit(self, label: str, method: Method, params_q, act: QuantFormat) -> None:
+        key = _model_key(self.config, method)
+        pending = [f for f in self.futures.values() if not f.done()]
+        if len(pending) >= 2:
+            concurrent.futures.wait(pending[:-1])
+        if key in _PERPLEXITIES:
+            future = concurrent.futures.Future()
+            future.set_result(_PERPLEXITIES[key])
+        else:
+            future = self.pool.submit(self._run, key, label, params_q, act)
+        self.futures[label] = future
+
+    def _run(self, key, label, params_q, act) -> float:
+        t0 = time.perf_counter()
+        ppl = _perplexity(self.model, params_q, act, self.tokens, self.config)
+        _PERPLEXITIES[key] = ppl
+        progress.log(f"{label}: perplexity {ppl:.3f} (evaluated in {time.perf_counter() - t0:.0f}s)")
+        return ppl
+
+    def results(self) -> dict[str, float]:
+        try:
+            return {label: f.result() for label, f in self.futures.items()}
+        finally:
+            self.pool.shutdown()
+
+
+def _comparable(config) -> bool:
+    return config.scale != "tiny"
+
+
+def _setting(config, n_tokens: int) -> str:
+    model = ("SmolLM2-135M" if not config.decoder_layers
+             else f"SmolLM2-135M truncated to {config.decoder_layers} decoder layers")
+    return f"{model}, {n_tokens - 1} held-out Austen tokens, context {config.context}"
+
+
+def order_claims(m: dict[str, float], bits: tuple[int, ...], comparable: bool, setting: str) -> list[Claim]:
+    """The perplexity table's claims from its metrics `ppl_fp`, `ppl_<method>_w<bits>`."""
+    fp = m.get("ppl_fp")
+    widths = [b for b in bits if all(f"ppl_{k}_w{b}" in m for k in ("l2qer", "lqer", "mxint"))]
+    claims = []
+    if fp is not None and widths:
+        ours = "; ".join(f"W{b}A8: FP {fp:.2f}, L2QER {m[f'ppl_l2qer_w{b}']:.2f}, LQER {m[f'ppl_lqer_w{b}']:.2f}, "
+                         f"MXINT {m[f'ppl_mxint_w{b}']:.2f}" for b in widths)
+        holds = all(m[f"paper_order_holds_w{b}"] for b in widths)
+        claims.append(Claim(
+            text="Activation-aware L2QER keeps quantized perplexity closest to full precision: "
+                 "FP < L2QER <= LQER < plain MXINT (same bits per weight for LQER and L2QER)",
+            ours=f"{ours} ({setting})", paper=PAPER_ORDER, verdict=verdict(holds if comparable else None)))
+    if fp is not None and "ppl_l2qer_w4" in m:
+        gap = m["gap_l2qer_w4"]
+        claims.append(Claim(
+            text=f"L2QER W4A8 is near-lossless: perplexity within {LOSSLESS_GAP:.0%} of full precision",
+            ours=f"{gap:+.1%} ({m['ppl_l2qer_w4']:.2f} vs FP {fp:.2f}; {setting})", paper=PAPER_LOSSLESS,
+            verdict=verdict(gap <= LOSSLESS_GAP if comparable else None)))
+    if all(f"lqer_over_l2qer_w{b}" in m for b in (3, 4)):
+        w3, w4 = m["lqer_over_l2qer_w3"], m["lqer_over_l2qer_w4"]
+        claims.append(Claim(
+            text="The activation scale matters more at 3 bits: L2QER's lead over LQER grows from W4 to W3",
+            ours=f"LQER above L2QER by {w4:+.1%} at W4, {w3:+.1%} at W3 ({setting})", paper=PAPER_W3_ADVANTAGE,
+            verdict=verdict(w3 > w4 if comparable else None)))
+    return claims
 
 
 @registry.experiment("lqer/perplexity")
 def perplexity_table(config, workdir) -> Result:
     """Perplexity of every method at each weight width in `config.bits`."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    model, params, tok = _model()
+    workdir = make_workdir(workdir)
+    model, params, tok = load_model(config.decoder_layers)
     tokens = eval_tokens(tok, config)
-    stats = _calibrate(model, params, tok, config)
-    rows, metrics = [], {}
-    fp = None
+    evaluator, reports, stats = _Evaluator(model, tokens, config), {}, None
     for bits in config.bits:
         for name in config.methods:
-            if name == "fp" and fp is not None:
-                continue
             method = Method(name, w_bits=bits, rank=config.rank)
-            params_q, report = quantize_model(params, stats, method, tuple(config.layers))
-            t0 = time.perf_counter()
-            ppl = _perplexity(model, params_q, report.act_format, tokens, config)
-            progress.log(f"{method.label}: perplexity {ppl:.3f} ({report.bits_per_weight:.3f} bits/weight; "
-                         f"quantized in {report.seconds:.0f}s, evaluated in {time.perf_counter() - t0:.0f}s)")
             key = "fp" if name == "fp" else f"{name}_w{bits}"
-            if name == "fp":
-                fp = ppl
-            metrics[f"ppl_{key}"] = ppl
-            metrics[f"bits_{key}"] = report.bits_per_weight
-            metrics[f"weight_error_{key}"] = float(np.mean(list(report.errors.values())))
-            rows.append({"method": method.label, "key": key, "bits_per_weight": report.bits_per_weight,
-                         "perplexity": ppl, "mean_relative_weight_error": metrics[f"weight_error_{key}"]})
-    (workdir / "perplexity_table.json").write_text(json.dumps(rows, indent=1))
-    order_notes = []
+            if key in reports:
+                continue
+            if stats is None and name != "fp":   # calibrate while FP is evaluated
+                stats = calibrate_for(config, hessian=any(m in ("gptq", "awq") for m in config.methods))
+            params_q, report = quantize_model(params, stats, method, tuple(config.layers),
+                                              svd_cache=_svd_cache(config, method) if method.lowrank else None)
+            progress.log(f"{method.label}: {report.bits_per_weight:.3f} bits/weight, "
+                         f"quantized in {report.seconds:.0f}s")
+            evaluator.submit(key, method, params_q, report.act_format)
+            reports[key] = report
+            del params_q
+    ppls = evaluator.results()
+    rows, m = [], {}
+    for key, report in reports.items():
+        m[f"ppl_{key}"] = ppls[key]
+        m[f"bits_{key}"] = report.bits_per_weight
+        m[f"weight_error_{key}"] = float(np.mean(list(report.errors.values())))
+        rows.append({"method": report.method.label, "key": key, "bits_per_weight": report.bits_per_weight,
+                     "perplexity": ppls[key], "mean_relative_weight_error": m[f"weight_error_{key}"]})
     for bits in config.bits:
-        keys = [f"ppl_{m}_w{bits}" for m in ("l2qer", "lqer", "mxint")]
-        if all(k in metrics for k in keys) and "ppl_fp" in metrics:
-            holds = metrics["ppl_fp"] < metrics[keys[0]] <= metrics[keys[1]] < metrics[keys[2]]
-            metrics[f"paper_order_holds_w{bits}"] = float(holds)
-            order_notes.append(f"W{bits}: FP < L2QER <= LQER < MXINT {'holds' if holds else 'does NOT hold'}")
+        if all(f"ppl_{k}" in m for k in ("fp", f"l2qer_w{bits}", f"lqer_w{bits}", f"mxint_w{bits}")):
+            m[f"paper_order_holds_w{bits}"] = float(lm.paper_order(
+                m["ppl_fp"], m[f"ppl_l2qer_w{bits}"], m[f"ppl_lqer_w{bits}"], m[f"ppl_mxint_w{bits}"]))
+        if "ppl_fp" in m and f"ppl_l2qer_w{bits}" in m:
+            m[f"gap_l2qer_w{bits}"] = lm.relative_gap(m[f"ppl_l2qer_w{bits}"], m["ppl_fp"])
+        if f"ppl_l2qer_w{bits}" in m and f"ppl_lqer_w{bits}" in m:
+            m[f"lqer_over_l2qer_w{bits}"] = lm.relative_gap(m[f"ppl_lqer_w{bits}"], m[f"ppl_l2qer_w{bits}"])
+    (workdir / "perplexity_table.json").write_text(json.dumps(rows, indent=1))
     figure = _plot_table(workdir / "lqer_perplexity.png", rows)
-    headline = f"ppl_l2qer_w{config.bits[0]}" if f"ppl_l2qer_w{config.bits[0]}" in metrics else next(iter(metrics))
-    return Result(metrics=metrics, headline=headline, figures=[str(figure)],
-                  notes=(f"SmolLM2-135M (dequantized Q4_1 GGUF as FP), perplexity on {len(tokens)} tokens of the held-out "
-                         f"Austen novel (context {config.context}, stride {config.stride}); calibration "
-                         f"{config.calib_sequences} x {config.calib_length} Shakespeare tokens; rank {config.rank}. "
-                         + "; ".join(order_notes) + "."))
+    setting = _setting(config, len(tokens))
+    headline = f"ppl_l2qer_w{config.bits[0]}" if f"ppl_l2qer_w{config.bits[0]}" in m else next(iter(m))
+    return Result(metrics=m, headline=headline, figures=[figure],
+                  claims=order_claims(m, tuple(config.bits), _comparable(config), setting),
+                  notes=(f"{setting} (stride {config.stride}); calibration {config.calib_sequences} x "
+                         f"{config.calib_length} Shakespeare tokens; rank {config.rank}; {len(config.methods)} "
+                         f"methods at W{'/W'.join(map(str, config.bits))}. FP is the dequantized Q4_1 GGUF."))
 
 
 @registry.experiment("lqer/rank_sweep")
 def rank_sweep(config, workdir) -> Result:
     """LQER and L2QER perplexity against the rank k (and so against bits per weight)."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    model, params, tok = _model()
+    workdir = make_workdir(workdir)
+    model, params, tok = load_model(config.decoder_layers)
     tokens = eval_tokens(tok, config)
-    stats = _calibrate(model, params, tok, config)
-    metrics, rows = {}, []
+    stats = calibrate_for(config)
+    evaluator, reports = _Evaluator(model, tokens, config), {}
+    for name in config.methods:
+        method = Method(name, w_bits=config.w_bits)
+        for rank, params_q, report in quantize_model_ranks(params, stats, method, tuple(config.ranks),
+                                                           tuple(config.layers), svd_cache=_svd_cache(config, method)):
+            evaluator.submit(f"{name}_k{rank}", report.method, params_q, report.act_format)
+            reports[f"{name}_k{rank}"] = report
+            del params_q
+    ppls = evaluator.results()
+    m, rows = {}, []
     for name in config.methods:
         for rank in config.ranks:
-            params_q, report = quantize_model(params, stats, Method(name, w_bits=config.w_bits, rank=rank),
-                                               tuple(config.layers))
-            ppl = _perplexity(model, params_q, report.act_format, tokens, config)
-            progress.log(f"{report.method.label}: perplexity {ppl:.3f}, {report.bits_per_weight:.3f} bits/weight")
-            metrics[f"ppl_{name}_k{rank}"] = ppl
-            metrics[f"bits_{name}_k{rank}"] = report.bits_per_weight
-            rows.append((name, rank, report.bits_per_weight, ppl))
+            report = reports[f"{name}_k{rank}"]
+            m[f"ppl_{name}_k{rank}"] = ppls[f"{name}_k{rank}"]
+            m[f"bits_{name}_k{rank}"] = report.bits_per_weight
+            rows.append((name, rank, report.bits_per_weight, m[f"ppl_{name}_k{rank}"]))
+        m[f"decreasing_{name}"] = float(lm.strictly_decreasing([m[f"ppl_{name}_k{r}"] for r in config.ranks]))
     figure = _plot_sweep(workdir / "lqer_rank_sweep.png", rows, config.w_bits)
+    setting = _setting(config, len(tokens))
+    ours = "; ".join(f"{name.upper()} " + ", ".join(f"k={r}: {m[f'ppl_{name}_k{r}']:.2f}" for r in config.ranks)
+                     for name in config.methods)
+    holds = all(m[f"decreasing_{name}"] for name in config.methods)
+    claim = Claim(text="Perplexity falls as the rank k of the error reconstruction grows",
+                  ours=f"W{config.w_bits}A8, {ours} ({setting})", paper=PAPER_RANK,
+                  verdict=verdict(holds if _comparable(config) and len(config.ranks) > 1 else None))
     best = max(config.ranks)
-    return Result(metrics=metrics, headline=f"ppl_{config.methods[-1]}_k{best}", figures=[str(figure)],
-                  notes=f"W{config.w_bits}A8 on {len(tokens)} held-out tokens; ranks {tuple(config.ranks)}.")
+    return Result(metrics=m, headline=f"ppl_{config.methods[-1]}_k{best}", figures=[figure], claims=[claim],
+                  notes=f"W{config.w_bits}A8 on {len(tokens) - 1} held-out tokens; ranks {tuple(config.ranks)}.")
 
 
 @registry.experiment("lqer/spectrum")
 def spectrum(config, workdir) -> Result:
     """Singular values of E = W - Q(W) and of diag(s) E for a few layers (Fig. 1a)."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    model, params, tok = _model()
-    stats = _calibrate(model, params, tok, config)
+    workdir = make_workdir(workdir)
+    _, params, _ = load_model(config.decoder_layers)
+    stats = calibrate_for(config)
     kernels = calibration.linear_kernels(params)
-    from jaxml.compress.quantizers import mxint
-    metrics, curves = {}, {}
+    fmt = QuantFormat("mxint", config.w_bits, 16)
+    m, curves = {}, {}
     for name in config.layers:
-        w = np.asarray(kernels[name], np.float64)
-        e = w - np.asarray(mxint(jnp.asarray(w, jnp.float32), config.w_bits, 16, axis=0), np.float64)
+        w = np.asarray(kernels[name], np.float32)
+        e = w.astype(np.float64) - quantize_array(fmt, w, 0).astype(np.float64)
         s = activation_scale(stats[name].mean_abs_max)
-        plain = np.linalg.svd(e, compute_uv=False)
-        scaled = np.linalg.svd(s[:, None] * e, compute_uv=False)
+        with single_threaded_blas():
+            plain = np.linalg.svd(e, compute_uv=False)
+            scaled = np.linalg.svd(s[:, None] * e, compute_uv=False)
         curves[name] = (plain / plain[0], scaled / scaled[0])
-        for label, sv in (("E", plain), ("SE", scaled)):
-            energy = np.cumsum(sv ** 2) / np.sum(sv ** 2)
-            metrics[f"energy_top{config.k}_{label}_{name}"] = float(energy[config.k - 1])
+        m[f"energy_top{config.k}_E_{name}"] = lm.top_k_energy(plain, config.k)
+        m[f"energy_top{config.k}_SE_{name}"] = lm.top_k_energy(scaled, config.k)
     figure = _plot_spectra(workdir / "lqer_spectrum.png", curves, config.w_bits)
     first = config.layers[0]
-    return Result(metrics=metrics, headline=f"energy_top{config.k}_SE_{first}", figures=[str(figure)],
+    shares = ", ".join(f"{n} {m[f'energy_top{config.k}_E_{n}']:.2f} -> {m[f'energy_top{config.k}_SE_{n}']:.2f}"
+                       for n in config.layers)
+    holds = all(m[f"energy_top{config.k}_SE_{n}"] > m[f"energy_top{config.k}_E_{n}"] for n in config.layers)
+    claim = Claim(text="Scaling the quantization error by the activation magnitudes, diag(s) E, concentrates its "
+                       "spectrum: its top-k singular values hold more of the energy than E's (Fig. 1a)",
+                  ours=f"top-{config.k} energy share, E -> diag(s) E, MXINT{config.w_bits}: {shares}",
+                  paper="", verdict=verdict(holds if _comparable(config) else None))
+    return Result(metrics=m, headline=f"energy_top{config.k}_SE_{first}", figures=[figure], claims=[claim],
                   notes=(f"Share of the squared Frobenius norm in the top {config.k} singular values, of E and of "
                          f"diag(s) E, MXINT{config.w_bits} weights; calibration {config.calib_sequences} x "
                          f"{config.calib_length} Shakespeare tokens."))
 
 
-def _plot_table(path, rows):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+def _plot_table(path, rows) -> str:
+    fig, ax = pyplot().subplots(figsize=(8, 3.6))
     ax.barh([r["method"] for r in rows], [r["perplexity"] for r in rows])
     for i, r in enumerate(rows):
         ax.text(r["perplexity"], i, f" {r['perplexity']:.2f} ({r['bits_per_weight']:.2f} b/w)", va="center", fontsize=7)
     ax.set(xlabel="perplexity (held-out Austen)", title="SmolLM2-135M: quantization methods")
     ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-def _plot_sweep(path, rows, bits):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.4))
+def _plot_sweep(path, rows, bits) -> str:
+    fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(9, 3.4))
     for name in sorted({r[0] for r in rows}):
         pts = [r for r in rows if r[0] == name]
         ax1.plot([r[1] for r in pts], [r[3] for r in pts], marker="o", label=name.upper())
@@ -194,28 +368,18 @@ def _plot_sweep(path, rows, bits):
     ax1.set(xlabel="rank k", ylabel="perplexity", title=f"W{bits}A8: perplexity vs rank")
     ax2.set(xlabel="average bits per weight", title="perplexity vs bits per weight")
     ax1.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
-def _plot_spectra(path, curves, bits):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(curves), figsize=(3.4 * len(curves), 3.2), squeeze=False)
+def _plot_spectra(path, curves, bits) -> str:
+    fig, axes = pyplot().subplots(1, len(curves), figsize=(3.4 * len(curves), 3.2), squeeze=False)
     for ax, (name, (plain, scaled)) in zip(axes[0], curves.items()):
         ax.semilogy(plain, label="E")
         ax.semilogy(scaled, label="diag(s) E")
         ax.set(title=name, xlabel="index", ylabel="normalised singular value")
         ax.legend(fontsize=7)
     fig.suptitle(f"Singular values of the MXINT{bits} quantization error")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 @registry.experiment("lqer/reproduce")

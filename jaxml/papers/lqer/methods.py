@@ -30,9 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.compress import calibration
-from jaxml.compress.quantizers import NONE, QuantFormat, integer, mxint
+from jaxml.compress.blas import single_threaded_blas
+from jaxml.compress.quantizers import NONE, QuantFormat
 from jaxml import progress
-from jaxml.papers.lqer.lqer import MXINT8, activation_scale, average_bits, decompose
+from jaxml.papers.lqer import metrics
+from jaxml.papers.lqer.lqer import MXINT8, ErrorSVD, activation_scale, average_bits, error_svd, quantize_array
 
 METHODS = ("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer")
 GROUP = 64
@@ -59,6 +61,11 @@ class Method:
         return f"{self.name.upper()} W{self.w_bits}{suffix}{rank}"
 
     @property
+    def lowrank(self) -> bool:
+        """Whether the method adds the low-rank term A B (LQER, L2QER)."""
+        return self.name in ("lqer", "l2qer")
+
+    @property
     def weight_format(self) -> QuantFormat:
         if self.name == "fp":
             return NONE
@@ -77,71 +84,158 @@ class QuantReport:
     act_format: QuantFormat
     bits_per_weight: float            # averaged over the quantized kernels, weighted by size
     seconds: float
-    spectra: dict[str, np.ndarray]    # singular values of the decomposed matrix per layer (lqer/l2qer)
+    spectra: dict[str, np.ndarray]    # top singular values of the decomposed matrix per layer (lqer/l2qer)
     errors: dict[str, float]          # ||W - W_q - A B||_F / ||W||_F per layer
 
 
-def quantize_kernel(name: str, w: np.ndarray, stats: calibration.LayerStats | None, method: Method):
-    """`(entries for the layer's params, bits per weight, singular values or None, relative error)`."""
+def _quantize_weight(name: str, w: np.ndarray, stats: calibration.LayerStats | None, method: Method) -> np.ndarray:
+    """W_q of one kernel [in, out] (float32)."""
     fmt = method.weight_format
-    w = np.asarray(w, np.float32)
-    if method.name == "fp":
-        return {}, 32.0, None, 0.0
     if method.name in ("gptq", "awq") and stats is None:
         raise ValueError(f"{method.name} needs calibration statistics for layer {name!r}")
     if method.name == "rtn":
-        w_q = np.asarray(integer(jnp.asarray(w), fmt.width, axis=0, group_size=fmt.group_size, symmetric=False))
-    elif method.name == "gptq":
+        return quantize_array(fmt, w, 0)                      # INT asymmetric, group 64
+    if method.name == "gptq":
         from jaxml.compress.gptq import gptq
-        w_q = np.asarray(gptq(w, stats.hessian, fmt))
-    elif method.name == "awq":
+        return np.asarray(gptq(w, stats.hessian, fmt), np.float32)
+    if method.name == "awq":
         from jaxml.compress.awq import awq
-        w_q = np.asarray(awq(w, stats.mean_abs, fmt, hessian=stats.hessian)[0])
-    else:
-        w_q = np.asarray(mxint(jnp.asarray(w), fmt.width, fmt.block, axis=0))
+        return np.asarray(awq(w, stats.mean_abs, fmt, hessian=stats.hessian)[0], np.float32)
+    return quantize_array(fmt, w, 0)                          # MXINT, blocks of 16 along in
+
+
+def _error_svd(name: str, w: np.ndarray, w_q: np.ndarray, stats, method: Method, max_rank: int) -> ErrorSVD:
+    scale = None
+    if method.name == "l2qer":
+        if stats is None:
+            raise ValueError(f"l2qer needs calibration statistics for layer {name!r}")
+        scale = activation_scale(stats.mean_abs_max)
+    return error_svd(w - w_q, max_rank, scale=scale)
+
+
+def _assemble(w, w_q, svd: ErrorSVD | None, rank: int, method: Method):
+    """`(entries for the layer's params, bits per weight, singular values or None, relative error)`."""
     entries = {"kernel": jnp.asarray(w_q, jnp.float32)}
-    spectrum = None
     approx = w_q.astype(np.float64)
-    if method.name in ("lqer", "l2qer"):
-        scale = None
-        if method.name == "l2qer":
-            if stats is None:
-                raise ValueError(f"l2qer needs calibration statistics for layer {name!r}")
-            scale = activation_scale(stats.mean_abs_max)
-        low = decompose(w - w_q, method.rank, scale=scale)
+    spectrum = None
+    if svd is not None:
+        low = svd.factors(rank)
         spectrum = low.singular_values
-        if method.rank:
+        if rank:
             entries["lowrank_a"] = jnp.asarray(low.a)
             entries["lowrank_b"] = jnp.asarray(low.b)
             approx = approx + low.a.astype(np.float64) @ low.b.astype(np.float64)
-    bits = average_bits(w.shape, fmt, method.rank if method.name in ("lqer", "l2qer") else 0)
-    error = float(np.linalg.norm(w - approx) / np.linalg.norm(w))
-    return entries, bits, spectrum, error
+    bits = average_bits(w.shape, method.weight_format, rank if method.lowrank else 0)
+    return entries, bits, spectrum, metrics.relative_error(w, approx)
 
 
-def quantize_model(params, stats: dict[str, calibration.LayerStats] | None, method: Method,
-                   layers: tuple[str, ...] = ()):
-    """Quantizes every Linear kernel (or those whose name starts with one of `layers`);
-    returns `(params_q, QuantReport)`."""
-    t0 = time.perf_counter()
+def _selected(params, layers: tuple[str, ...]) -> dict[str, np.ndarray]:
     kernels = {k: v for k, v in calibration.linear_kernels(params).items()
                if not layers or any(k.startswith(prefix) for prefix in layers)}
     if not kernels:
         raise ValueError(f"no Linear kernels match layers={layers}")
-    updates, spectra, errors = {}, {}, {}
-    total_bits, total_weights = 0.0, 0
-    for i, (name, w) in enumerate(sorted(kernels.items())):
+    return dict(sorted(kernels.items()))
+
+
+def quantize_model(params, stats: dict[str, calibration.LayerStats] | None, method: Method,
+                   layers: tuple[str, ...] = (), *, svd_cache: dict | None = None):
+    """Quantizes every Linear kernel (or those whose name starts with one of `layers`);
+    returns `(params_q, QuantReport)`. `svd_cache`: see `quantize_model_ranks`."""
+    (_, params_q, report), = quantize_model_ranks(params, stats, method, (method.rank,), layers, svd_cache=svd_cache)
+    return params_q, report
+
+
+def _prepare(kernels: dict, stats, method: Method, max_rank: int, svd_cache: dict | None) -> dict:
+    """{name: None (fp) or (W_q, ErrorSVD or None)}: the rank-independent work of quantization."""
+    prepared = {}
+    svd_cache = {} if svd_cache is None else svd_cache
+    for i, (name, w) in enumerate(kernels.items()):
+        w = np.asarray(w, np.float32)
         layer_stats = None if stats is None else stats.get(name)
-        entries, bits, spectrum, error = quantize_kernel(name, np.asarray(w), layer_stats, method)
-        if entries:
-            updates[name] = entries
-        if spectrum is not None:
-            spectra[name] = spectrum
-        errors[name] = error
-        total_bits += bits * w.size
-        total_weights += w.size
+        if method.name == "fp":
+            prepared[name] = None
+            continue
+        w_q = _quantize_weight(name, w, layer_stats, method)
+        svd = None
+        if method.lowrank:
+            svd = svd_cache.get(name)
+            if svd is None or svd.max_rank < max_rank:
+                svd = svd_cache[name] = _error_svd(name, w, w_q, layer_stats, method, max_rank)
+        prepared[name] = (w_q, svd)
         if (i + 1) % 70 == 0:
             progress.log(f"{method.label}: {i + 1}/{len(kernels)} kernels")
-    params_q = calibration.replace_kernels(params, updates) if updates else params
-    return params_q, QuantReport(method=method, act_format=method.act_format, bits_per_weight=total_bits / total_weights,
-                                 seconds=time.perf_counter() - t0, spectra=spectra, errors=errors)
+    return prepared
+
+
+def quantize_model_ranks(params, stats: dict[str, calibration.LayerStats] | None, method: Method,
+                         ranks: tuple[int, ...], layers: tuple[str, ...] = (), *, svd_cache: dict | None = None):
+    """`(rank, params_q, QuantReport)` for each rank in `ranks`, from one weight quantization and one
+    decomposition (at the largest rank) per kernel: a rank sweep at the cost of one `quantize_model`.
+
+    The results are those of `quantize_model(params, stats, dataclasses.replace(method, rank=rank),
+    layers)` (the rank-k factors are the first k singular triplets of the rank-max decomposition,
+    quantized for rank k; the same numbers up to the float64 rounding of S V^T's product). Yields
+    lazily: one `params_q` is alive at a time if the caller drops it.
+    Methods without a low-rank term ignore `ranks` beyond yielding once per rank.
+
+    `svd_cache`: an optional dict {kernel name: ErrorSVD} that the caller keeps for one (method
+    name, weight width, calibration statistics): decompositions found there (of at least the rank
+    needed) are reused and new ones are stored, so a later call with that dict decomposes nothing.
+    """
+    ranks = tuple(int(r) for r in ranks)
+    if not ranks or min(ranks) < 0:
+        raise ValueError(f"ranks={ranks} must be a non-empty tuple of ranks >= 0")
+    t0 = time.perf_counter()
+    kernels = _selected(params, layers)
+    with single_threaded_blas():
+        prepared = _prepare(kernels, stats, method, max(ranks), svd_cache)
+    seconds = time.perf_counter() - t0
+    for rank in ranks:
+        t1 = time.perf_counter()
+        ranked = dataclasses.replace(method, rank=rank) if method.lowrank else method
+        updates, spectra, errors, bits_list = {}, {}, {}, []
+        with single_threaded_blas():
+            for name, w in kernels.items():
+                w = np.asarray(w, np.float32)
+                if prepared[name] is None:
+                    entries, bits, spectrum, error = {}, 32.0, None, 0.0
+                else:
+                    entries, bits, spectrum, error = _assemble(w, *prepared[name], rank, ranked)
+                if entries:
+                    updates[name] = entries
+                if spectrum is not None:
+                    spectra[name] = spectrum
+                errors[name] = error
+                bits_list.append(bits)
+        params_q = calibration.replace_kernels(params, updates) if updates else params
+        bits_per_weight = metrics.bits_per_weight(bits_list, [w.size for w in kernels.values()])
+        yield rank, params_q, QuantReport(method=ranked, act_format=ranked.act_format, bits_per_weight=bits_per_weight,
+                                          seconds=seconds + time.perf_counter() - t1, spectra=spectra, errors=errors)
+
+
+def pad_lowrank(params_q, rank: int):
+    """`params_q` with every Linear's low-rank factors zero-padded to `rank` columns of A [in, rank]
+    and rows of B [rank, out] (zero factors where a layer has none).
+
+    The model computes the same function: Q(X) A gains zero columns, each MXINT block of Q(Q(X) A)
+    along the rank keeps its maximum (the zeros fill blocks or whole blocks of zeros), and the zero
+    rows of B add nothing; only the order of float32 sums in X A may change. What it buys: every
+    rank (0 included) has the same parameter shapes, so one compiled program evaluates them all.
+    """
+    updates = {}
+    for name, kernel in calibration.linear_kernels(params_q).items():
+        node = params_q
+        for key in name.split("/"):
+            node = node[key]
+        n_in, n_out = kernel.shape
+        a, b = node.get("lowrank_a"), node.get("lowrank_b")
+        k = 0 if a is None else a.shape[1]
+        if k > rank:
+            raise ValueError(f"pad_lowrank: layer {name!r} has rank {k} > {rank}")
+        if k == rank:
+            continue
+        dtype = kernel.dtype
+        a = jnp.zeros((n_in, rank), dtype) if a is None else jnp.pad(jnp.asarray(a, dtype), ((0, 0), (0, rank - k)))
+        b = jnp.zeros((rank, n_out), dtype) if b is None else jnp.pad(jnp.asarray(b, dtype), ((0, rank - k), (0, 0)))
+        updates[name] = {"lowrank_a": a, "lowrank_b": b}
+    return calibration.replace_kernels(params_q, updates) if updates else params_q

@@ -1,42 +1,77 @@
-"""SmolLM2 with L2QER through the fused Pallas kernel (interpret mode) = through the XLA path."""
+"""SmolLM2 with L2QER through the fused Pallas kernel (interpret mode) = through the XLA path.
+
+The fast test runs SmolLM2 cut after its second decoder layer with the 7 linear layers of the
+first (every kernel shape of the model) through the kernel; the slow ones run the whole model with
+its first 2 (or 6) decoder layers through the kernel on more tokens.
+"""
 
 import dataclasses
+import functools
+
+import jax
 
 import numpy as np
+import pytest
 
 from jaxml.compress import calibration
 from jaxml.compress.linear import quantized_ops
 from jaxml.compress.quantizers import QuantFormat
-from jaxml.core.config import load_config
 from jaxml.core import registry
+from jaxml.core.config import load_config
 from jaxml.llm.generate import perplexity
-from jaxml.models.llama import load_smollm2
 from jaxml.papers.lqer import Method, quantize_model
-from jaxml.papers.lqer.experiments import calibration_batches, eval_tokens
+from jaxml.papers.lqer.experiments import calibrate_for, eval_tokens, load_model
 from kernels.lqer_matmul.api import as_linear_op
 from kernels.lqer_matmul.reference import pack
 
-LAYERS = ("layers_0/", "layers_1/")   # the kernel runs interpreted on a CPU: two decoder layers
+ACT = QuantFormat("mxint", 8, 16)
+_pack = jax.jit(functools.partial(pack, width=4, block=16))   # one compilation per kernel shape
 
 
-def test_perplexity_through_the_kernel_equals_the_xla_path():
-    config = load_config(f"{registry.config_path('lqer/perplexity')}:tiny")
-    model, params, tok = load_smollm2()
-    stats = calibration.calibrate(model, params, calibration_batches(tok, config))
-    q, _ = quantize_model(params, stats, Method("l2qer", 4, 32), LAYERS)
-    tokens = eval_tokens(tok, config)[:96]
-    act = QuantFormat("mxint", 8, 16)
-    xla = perplexity(model.clone(ops=quantized_ops(act)), q, tokens, context=64, stride=32)
+def _both_paths(decoder_layers: int, packed_layers: tuple[str, ...], n_tokens: int, context: int):
+    """`(XLA perplexity dict, kernel perplexity dict)` with the kernels of `packed_layers` packed."""
+    config = load_config(f"{registry.config_path('lqer/perplexity')}:tiny",
+                         [f"eval_tokens={n_tokens}", f"decoder_layers={decoder_layers}"])
+    model, params, tok = load_model(decoder_layers)
+    stats = calibrate_for(config)   # memoized: shared with the tiny experiments in this process
+    q, _ = quantize_model(params, stats, Method("l2qer", 4, 32), packed_layers)
+    tokens = eval_tokens(tok, config)
+    assert len(tokens) == n_tokens
+    xla = perplexity(model.clone(ops=quantized_ops(ACT)), q, tokens, context=context, stride=context // 2)
     original = calibration.linear_kernels(params)
     packed = calibration.replace_kernels(q, {})
+    n_packed = 0
     for name in calibration.linear_kernels(q):
-        if name.startswith(LAYERS):
+        if name.startswith(packed_layers):
             node = packed
             for key in name.split("/"):
                 node = node[key]
             del node["kernel"]
-            node["packed_kernel"] = pack(original[name], 4, 16)   # int8 mantissas + shared exponents
-    ops = dataclasses.replace(quantized_ops(act), linear=as_linear_op("pallas", x_format=act))
-    kernel = perplexity(model.clone(ops=ops), packed, tokens, context=64, stride=32)
+            node["packed_kernel"] = _pack(original[name])   # int8 mantissas + shared exponents
+            n_packed += 1
+    assert n_packed == 7 * len(packed_layers)
+    ops = dataclasses.replace(quantized_ops(ACT), linear=as_linear_op("pallas", x_format=ACT))
+    return xla, perplexity(model.clone(ops=ops), packed, tokens, context=context, stride=context // 2)
+
+
+def test_truncated_model_through_the_kernel_equals_the_xla_path():
+    """Measured: the two mean NLLs agree to 1e-15 relative (bit-identical logits up to the float32
+    summation order); asserted at rtol 1e-6."""
+    xla, kernel = _both_paths(2, ("layers_0/",), 48, 32)
+    np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
+    assert kernel["tokens"] == xla["tokens"] == 47
+
+
+@pytest.mark.slow
+def test_perplexity_through_the_kernel_equals_the_xla_path():
+    """The whole model, its first two decoder layers through the kernel, 95 held-out tokens."""
+    xla, kernel = _both_paths(0, ("layers_0/", "layers_1/"), 96, 64)
     np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
     assert kernel["tokens"] == xla["tokens"] == 95
+
+
+@pytest.mark.slow
+def test_six_layers_through_the_kernel_on_more_tokens():
+    xla, kernel = _both_paths(0, tuple(f"layers_{i}/" for i in range(6)), 256, 128)
+    np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
+    assert kernel["tokens"] == xla["tokens"] == 255

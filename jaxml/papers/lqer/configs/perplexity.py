@@ -2,26 +2,20 @@
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/lqer/configs/perplexity.py --workdir=/tmp/lqer_ppl
-Variants: `:tiny` (160 tokens, FP and L2QER on two layers), `:quick` (1,536 tokens, W4 and W3, no GPTQ/AWQ),
-default (two chapters, every method at W4 and W3). Numbers: jaxml/papers/lqer/README.md.
+Variants: `:tiny` (SmolLM2 truncated to 2 decoder layers, 63 tokens: a smoke test), `:quick` (511
+tokens, FP/MXINT/LQER/L2QER at W4 and W3), default (two chapters, every method at W4 and W3).
+Numbers: jaxml/papers/lqer/README.md.
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 from jaxml.papers.lqer.configs import common
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = common.base(scale, arg.seed)
-    c.experiment = "lqer/perplexity"
+def get_config(arg=None):
+    c, scale = experiment_config("lqer/perplexity", arg)
+    common.add_shared(c, scale)
     c.bits = (4, 3)
-    c.rank = 32
-    c.methods = ("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer")
-    if scale == "quick":
-        c.methods = ("fp", "rtn", "mxint", "lqer", "l2qer")
-    if scale == "tiny":
-        c.bits, c.rank, c.methods = (4,), 8, ("fp", "l2qer")
+    c.rank = by_scale(scale, tiny=8, quick=32, full=32)
+    c.methods = by_scale(scale, tiny=("fp", "mxint", "lqer", "l2qer"), quick=("fp", "mxint", "lqer", "l2qer"),
+                         full=("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer"))
     return c

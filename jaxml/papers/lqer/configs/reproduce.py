@@ -1,4 +1,4 @@
-"""LQER at one scale: perplexity table, rank sweep and spectra (experiment `lqer/reproduce`).
+"""LQER at one scale: perplexity table, spectra and rank sweep (experiment `lqer/reproduce`).
 
 Runbook:
     python scripts/reproduce.py --papers=lqer --scale=quick
@@ -6,9 +6,8 @@ Runbook:
 
 from jaxml.core.config import reproduce_config
 
+PARTS = ("perplexity", "spectrum", "rank_sweep")
+
 
 def get_config(arg=None):
-    return reproduce_config("lqer", arg,
-                            tiny=('spectrum',),
-                            quick=('perplexity', 'spectrum', 'rank_sweep'),
-                            full=('perplexity', 'spectrum', 'rank_sweep'))
+    return reproduce_config("lqer", arg, tiny=PARTS, quick=PARTS, full=PARTS)

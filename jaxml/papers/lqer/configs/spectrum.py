@@ -4,18 +4,17 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/lqer/configs/spectrum.py --workdir=/tmp/lqer_spectrum
 """
 
-import ml_collections
-
-from jaxml.core.config import parse_arg, scale_of
+from jaxml.core.config import by_scale, experiment_config
 from jaxml.papers.lqer.configs import common
 
 
-def get_config(arg=None) -> ml_collections.ConfigDict:
-    arg = parse_arg(arg, tiny=False, quick=False, seed=0)
-    scale = scale_of(arg)
-    c = common.base(scale, arg.seed)
-    c.experiment = "lqer/spectrum"
+def get_config(arg=None):
+    c, scale = experiment_config("lqer/spectrum", arg)
+    common.add_shared(c, scale)
     c.w_bits = 4
-    c.k = 32
-    c.layers = ("layers_0/attn/q", "layers_14/mlp/down", "layers_29/mlp/up")   # exact kernel names here
+    c.k = by_scale(scale, tiny=8, quick=32, full=32)
+    # exact kernel names here (the tiny model has two decoder layers)
+    c.layers = by_scale(scale, tiny=("layers_0/attn/q", "layers_1/mlp/down"),
+                        quick=("layers_0/attn/q", "layers_14/mlp/down", "layers_29/mlp/up"),
+                        full=("layers_0/attn/q", "layers_14/mlp/down", "layers_29/mlp/up"))
     return c

@@ -1,0 +1,63 @@
+"""The numbers LQER's experiments report beyond model outputs, as pure functions.
+
+    paper_order(fp, l2qer, lqer, mxint)      the paper's ordering FP < L2QER <= LQER < MXINT
+    relative_gap(ppl, fp)                    ppl / fp - 1 (0.12 = 12% above full precision)
+    strictly_decreasing(values)              a rank sweep's perplexities fall at every step
+    top_k_energy(singular_values, k)         share of ||M||_F^2 in the top k singular values
+    relative_error(w, approx)                ||W - approx||_F / ||W||_F
+    bits_per_weight(bits, sizes)             size-weighted average of per-kernel bits per weight
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def paper_order(fp: float, l2qer: float, lqer: float, mxint: float) -> bool:
+    """FP < L2QER <= LQER < plain MXINT (perplexities at one weight width): the ordering of the
+    paper's ablation (OPT-1.3B, W4: 14.63 < 15.02 <= 15.28 < 16.12)."""
+    return bool(fp < l2qer <= lqer < mxint)
+
+
+def relative_gap(ppl: float, fp: float) -> float:
+    """How far a perplexity sits above full precision, as a fraction of it: ppl / fp - 1."""
+    if not fp > 0:
+        raise ValueError(f"relative_gap: the full-precision perplexity must be positive, got {fp}")
+    return float(ppl) / float(fp) - 1.0
+
+
+def strictly_decreasing(values: Sequence[float]) -> bool:
+    """Each value below the one before (True for fewer than two values)."""
+    v = [float(x) for x in values]
+    return all(b < a for a, b in zip(v, v[1:]))
+
+
+def top_k_energy(singular_values: np.ndarray, k: int) -> float:
+    """sum(sigma_1..k ^ 2) / sum(sigma^2): the share of the squared Frobenius norm that the best
+    rank-k approximation captures (Eckart-Young). `singular_values` in any order."""
+    sv = np.sort(np.abs(np.asarray(singular_values, np.float64)))[::-1]
+    if sv.ndim != 1 or not 1 <= k <= len(sv):
+        raise ValueError(f"top_k_energy: k={k} must be in [1, {sv.size}] for a 1-D spectrum")
+    total = np.sum(sv ** 2)
+    if total == 0:
+        raise ValueError("top_k_energy: the spectrum is all zero")
+    return float(np.sum(sv[:k] ** 2) / total)
+
+
+def relative_error(w: np.ndarray, approx: np.ndarray) -> float:
+    """||W - approx||_F / ||W||_F, in float64."""
+    w = np.asarray(w, np.float64)
+    norm = np.linalg.norm(w)
+    if norm == 0:
+        raise ValueError("relative_error: W is all zero")
+    return float(np.linalg.norm(w - np.asarray(approx, np.float64)) / norm)
+
+
+def bits_per_weight(bits: Sequence[float], sizes: Sequence[int]) -> float:
+    """The average storage bits per weight of several kernels: sum(bits_i * size_i) / sum(size_i)."""
+    bits, sizes = np.asarray(bits, np.float64), np.asarray(sizes, np.float64)
+    if bits.shape != sizes.shape or bits.size == 0 or np.any(sizes <= 0):
+        raise ValueError(f"bits_per_weight: need as many bits as sizes (> 0); got {bits.shape}, {sizes.shape}")
+    return float(np.sum(bits * sizes) / np.sum(sizes))
