@@ -101,9 +101,13 @@ def test_mxint_values_equal_its_integer_parts(width):
     x[:16, 5] = 0.0                      # an all-zero block along axis 0
     x[3, 7], x[4, 9], x[5, 11] = 1e-9, -5e-9, 2.0 ** 7
     x = jnp.asarray(x)
-    for axis in (0, -1):
+
+    def via_parts(x, axis):
         mantissa, exponent, layout = mxint_parts(x, width, 16, axis)
-        expected = np.asarray(mxint_from_parts(mantissa, exponent, width, layout, axis))
-        np.testing.assert_array_equal(np.asarray(mxint(x, width, 16, axis)), expected)
+        return mxint_from_parts(mantissa, exponent, width, layout, axis)
+
+    for axis in (0, -1):
+        expected = np.asarray(jax.jit(via_parts, static_argnums=1)(x, axis))
         jitted = jax.jit(mxint, static_argnums=(1, 2, 3))(x, width, 16, axis)
         np.testing.assert_array_equal(np.asarray(jitted), expected)
+    np.testing.assert_array_equal(np.asarray(mxint(x, width, 16, -1)), expected)   # eager too

@@ -5,11 +5,14 @@ SmolLM2's weights come from a Q4_1 GGUF, so the "full-precision" reference is it
 dequantized 4-bit model: every method here re-quantizes weights that already sit on a 4-bit grid
 (per 32 weights), which is easier at W4 than quantizing real bf16 weights.
 
-Sharing within one process (the parts of `lqer/reproduce` run in one): the model is loaded once
-(`load_smollm2` is memoized), the calibration statistics are computed once per calibration
-setting (`calibrate_for`), and every W?A8 model is evaluated with its low-rank factors zero-padded
-to `config.pad_rank` (`methods.pad_lowrank`: exact, adding zeros) so that MXINT, LQER and L2QER at
-every rank run through one compiled program instead of one per rank.
+Sharing within one process (the parts of `lqer/reproduce` run in one), none of which changes a
+number: the model is loaded once (`load_smollm2` is memoized), the calibration statistics are
+computed once per calibration setting (`calibrate_for`), the decompositions of the last two
+(method, width) are kept for the rank sweep (`svd_cache`), a perplexity already measured for the
+same quantized model is reused, and every W?A8 model is evaluated with its low-rank factors
+zero-padded to `config.pad_rank` (`methods.pad_lowrank`: adding zeros) so that MXINT, LQER and
+L2QER at every rank run through one compiled program instead of one per rank. Models are evaluated
+on a worker thread while the next one is quantized (`_Evaluator`).
 """
 
 from __future__ import annotations

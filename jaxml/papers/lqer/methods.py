@@ -147,7 +147,7 @@ def quantize_model(params, stats: dict[str, calibration.LayerStats] | None, meth
 
 def _prepare(kernels: dict, stats, method: Method, max_rank: int, svd_cache: dict | None) -> dict:
     """{name: None (fp) or (W_q, ErrorSVD or None)}: the rank-independent work of quantization."""
-    prepared = {}
+    prepared, t0 = {}, time.perf_counter()
     svd_cache = {} if svd_cache is None else svd_cache
     for i, (name, w) in enumerate(kernels.items()):
         w = np.asarray(w, np.float32)
@@ -162,7 +162,7 @@ def _prepare(kernels: dict, stats, method: Method, max_rank: int, svd_cache: dic
             if svd is None or svd.max_rank < max_rank:
                 svd = svd_cache[name] = _error_svd(name, w, w_q, layer_stats, method, max_rank)
         prepared[name] = (w_q, svd)
-        if (i + 1) % 70 == 0:
+        if (i + 1) % 70 == 0 and time.perf_counter() - t0 > 10:    # GPTQ and AWQ take minutes
             progress.log(f"{method.label}: {i + 1}/{len(kernels)} kernels")
     return prepared
 
