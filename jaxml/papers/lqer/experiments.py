@@ -99,7 +99,7 @@ _CALIBRATIONS: dict[tuple, dict] = {}
 def calibrate_for(config, hessian: bool = False) -> dict[str, calibration.LayerStats]:
     """The calibration statistics of `config`'s model and calibration windows, computed once per
     setting in this process (a result with the Hessian also serves a request without it)."""
-    key = (config.decoder_layers, config.seed, config.calib_sequences, config.calib_length, config.calib_batch)
+    key = _calibration_key(config)
     for h in ((True,) if hessian else (False, True)):
         if key + (h,) in _CALIBRATIONS:
             return _CALIBRATIONS[key + (h,)]
@@ -165,9 +165,6 @@ class _Evaluator:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lqer-eval")
         self.futures: dict[str, concurrent.futures.Future] = {}
 
-    def known(self, method: Method) -> bool:
-        return _model_key(self.config, method) in _PERPLEXITIES
-
     def submit(self, label: str, method: Method, params_q, act: QuantFormat) -> None:
         key = _model_key(self.config, method)
         pending = [f for f in self.futures.values() if not f.done()]
@@ -188,10 +185,14 @@ class _Evaluator:
         return ppl
 
     def results(self) -> dict[str, float]:
-        try:
-            return {label: f.result() for label, f in self.futures.items()}
-        finally:
-            self.pool.shutdown()
+        """Waits for every submitted model: {label: perplexity}."""
+        return {label: f.result() for label, f in self.futures.items()}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.pool.shutdown(cancel_futures=exc[0] is not None)
 
 
 def _comparable(config) -> bool:
@@ -238,23 +239,24 @@ def perplexity_table(config, workdir) -> Result:
     workdir = make_workdir(workdir)
     model, params, tok = load_model(config.decoder_layers)
     tokens = eval_tokens(tok, config)
-    evaluator, reports, stats = _Evaluator(model, tokens, config), {}, None
-    for bits in config.bits:
-        for name in config.methods:
-            method = Method(name, w_bits=bits, rank=config.rank)
-            key = "fp" if name == "fp" else f"{name}_w{bits}"
-            if key in reports:
-                continue
-            if stats is None and name != "fp":   # calibrate while FP is evaluated
-                stats = calibrate_for(config, hessian=any(m in ("gptq", "awq") for m in config.methods))
-            params_q, report = quantize_model(params, stats, method, tuple(config.layers),
-                                              svd_cache=_svd_cache(config, method) if method.lowrank else None)
-            progress.log(f"{method.label}: {report.bits_per_weight:.3f} bits/weight, "
-                         f"quantized in {report.seconds:.0f}s")
-            evaluator.submit(key, method, params_q, report.act_format)
-            reports[key] = report
-            del params_q
-    ppls = evaluator.results()
+    reports, stats = {}, None
+    with _Evaluator(model, tokens, config) as evaluator:
+        for bits in config.bits:
+            for name in config.methods:
+                method = Method(name, w_bits=bits, rank=config.rank)
+                key = "fp" if name == "fp" else f"{name}_w{bits}"
+                if key in reports:
+                    continue
+                if stats is None and name != "fp":   # calibrate while FP is evaluated
+                    stats = calibrate_for(config, hessian=any(m in ("gptq", "awq") for m in config.methods))
+                params_q, report = quantize_model(params, stats, method, tuple(config.layers),
+                                                  svd_cache=_svd_cache(config, method) if method.lowrank else None)
+                progress.log(f"{method.label}: {report.bits_per_weight:.3f} bits/weight, "
+                             f"quantized in {report.seconds:.0f}s")
+                evaluator.submit(key, method, params_q, report.act_format)
+                reports[key] = report
+                del params_q
+        ppls = evaluator.results()
     rows, m = [], {}
     for key, report in reports.items():
         m[f"ppl_{key}"] = ppls[key]
@@ -288,15 +290,17 @@ def rank_sweep(config, workdir) -> Result:
     model, params, tok = load_model(config.decoder_layers)
     tokens = eval_tokens(tok, config)
     stats = calibrate_for(config)
-    evaluator, reports = _Evaluator(model, tokens, config), {}
-    for name in config.methods:
-        method = Method(name, w_bits=config.w_bits)
-        for rank, params_q, report in quantize_model_ranks(params, stats, method, tuple(config.ranks),
-                                                           tuple(config.layers), svd_cache=_svd_cache(config, method)):
-            evaluator.submit(f"{name}_k{rank}", report.method, params_q, report.act_format)
-            reports[f"{name}_k{rank}"] = report
-            del params_q
-    ppls = evaluator.results()
+    reports = {}
+    with _Evaluator(model, tokens, config) as evaluator:
+        for name in config.methods:
+            method = Method(name, w_bits=config.w_bits)
+            swept = quantize_model_ranks(params, stats, method, tuple(config.ranks), tuple(config.layers),
+                                         svd_cache=_svd_cache(config, method))
+            for rank, params_q, report in swept:
+                evaluator.submit(f"{name}_k{rank}", report.method, params_q, report.act_format)
+                reports[f"{name}_k{rank}"] = report
+                del params_q
+        ppls = evaluator.results()
     m, rows = {}, []
     for name in config.methods:
         for rank in config.ranks:

@@ -2,7 +2,7 @@
 
 Runbook:
     python scripts/reproduce.py --papers=lqer --scale=quick
-Quick: 57 s on 2 idle CPU cores; what it stands for is in jaxml/papers/lqer/README.md ("The quick run").
+Quick: 52-57 s on 2 idle CPU cores; what it stands for is in jaxml/papers/lqer/README.md ("The quick run").
 """
 
 from jaxml.core.config import reproduce_config
