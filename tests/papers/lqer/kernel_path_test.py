@@ -10,7 +10,6 @@ import functools
 
 import jax
 
-import numpy as np
 import pytest
 
 from jaxml.compress import calibration
@@ -55,23 +54,25 @@ def _both_paths(decoder_layers: int, packed_layers: tuple[str, ...], n_tokens: i
 
 
 def test_truncated_model_through_the_kernel_equals_the_xla_path():
-    """Measured: the two mean NLLs agree to 1e-15 relative (bit-identical logits up to the float32
-    summation order); asserted at rtol 1e-6."""
+    """The two mean NLLs are identical (measured 19.444494044527094 both): MXINT8 activations times
+    MXINT4 weights are exact products, and the sums come out bit-identical on the CPU."""
     xla, kernel = _both_paths(2, ("layers_0/",), 48, 32)
-    np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
+    assert kernel["nll"] == xla["nll"]
     assert kernel["tokens"] == xla["tokens"] == 47
 
 
 @pytest.mark.slow
 def test_perplexity_through_the_kernel_equals_the_xla_path():
-    """The whole model, its first two decoder layers through the kernel, 95 held-out tokens."""
+    """The whole model, its first two decoder layers through the kernel, 95 held-out tokens
+    (measured 5.029728618421053 both)."""
     xla, kernel = _both_paths(0, ("layers_0/", "layers_1/"), 96, 64)
-    np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
+    assert kernel["nll"] == xla["nll"]
     assert kernel["tokens"] == xla["tokens"] == 95
 
 
 @pytest.mark.slow
 def test_six_layers_through_the_kernel_on_more_tokens():
+    """Measured 3.834798655790441 both."""
     xla, kernel = _both_paths(0, tuple(f"layers_{i}/" for i in range(6)), 256, 128)
-    np.testing.assert_allclose(kernel["nll"], xla["nll"], rtol=1e-6)
+    assert kernel["nll"] == xla["nll"]
     assert kernel["tokens"] == xla["tokens"] == 255

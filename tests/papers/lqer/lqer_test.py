@@ -41,17 +41,17 @@ def real_layers():
 
 @pytest.mark.parametrize("name", [LAYER, WIDE])
 def test_top_singular_equals_lapack_svd(real_layers, name):
-    """The Gram/eigh decomposition against NumPy's float64 SVD: measured 2e-14 relative on the
-    rank-64 product and 1e-15 on the singular values; asserted at 1e-12."""
+    """The Gram/eigh decomposition against NumPy's float64 SVD: measured at most 9e-15 relative on the
+    rank-64 product, 8e-15 on the singular values, 4e-15 off orthonormal; asserted at 1e-13."""
     _, e, s = real_layers[name]
     for m in (e, s[:, None] * e):
         u, sv_vt, sv = top_singular(m, 64)
         with single_threaded_blas():
             ref_u, ref_s, ref_vt = np.linalg.svd(m.astype(np.float64), full_matrices=False)
-        np.testing.assert_allclose(sv, ref_s[:64], rtol=1e-12)
+        np.testing.assert_allclose(sv, ref_s[:64], rtol=1e-13)
         ref = (ref_u[:, :64] * ref_s[:64]) @ ref_vt[:64]
-        assert np.abs(u @ sv_vt - ref).max() <= 1e-12 * np.abs(ref).max()
-        np.testing.assert_allclose(u.T @ u, np.eye(64), atol=1e-12)   # orthonormal columns
+        assert np.abs(u @ sv_vt - ref).max() <= 1e-13 * np.abs(ref).max()
+        np.testing.assert_allclose(u.T @ u, np.eye(64), atol=1e-13)   # orthonormal columns
 
 
 def test_reconstruction_error_decreases_with_rank(real_layers):
@@ -69,11 +69,11 @@ def test_reconstruction_error_decreases_with_rank(real_layers):
 
 def test_scaled_spectrum_decays_faster(real_layers):
     """Fig. 1a on a real layer: the top 32 singular values hold more of diag(s) E than of E
-    (measured 0.32 -> 0.45 for layers_1/mlp/down with this calibration)."""
+    (measured 0.17 -> 0.47 for layers_1/mlp/down with this calibration)."""
     _, e, s = real_layers[LAYER]
     energy = lambda m: np.sum(np.linalg.svd(m, compute_uv=False)[:32] ** 2) / np.sum(m ** 2)  # noqa: E731
     with single_threaded_blas():
-        assert energy(s[:, None] * e) > energy(e) + 0.05
+        assert energy(s[:, None] * e) > energy(e) + 0.25
 
 
 def test_l2qer_minimises_the_activation_weighted_error(real_layers):
@@ -85,8 +85,8 @@ def test_l2qer_minimises_the_activation_weighted_error(real_layers):
     assert weighted(scaled) < weighted(plain)
     with single_threaded_blas():
         sv = np.linalg.svd(s[:, None] * e.astype(np.float64), compute_uv=False)
-    # measured relative difference 3e-8 (A and B are stored in float32)
-    np.testing.assert_allclose(weighted(scaled), np.sqrt(np.sum(sv[16:] ** 2)), rtol=1e-6)
+    # measured relative difference 1.3e-11 (A and B are stored in float32)
+    np.testing.assert_allclose(weighted(scaled), np.sqrt(np.sum(sv[16:] ** 2)), rtol=1e-9)
 
 
 def test_activation_scale_normalisation():
@@ -163,8 +163,8 @@ def test_rank_sweep_equals_separate_quantizations(tiny):
 
 
 def test_pad_lowrank_computes_the_same_function(tiny, a8_apply):
-    """Zero-padded factors (and zero factors for rank 0) leave the logits unchanged: measured
-    bit-identical on this model; asserted at 1e-6 of the logits' scale (float32 sum order)."""
+    """Zero-padded factors (and zero factors for rank 0) leave the logits unchanged: bit-identical
+    on the CPU (in general only the order of the float32 sums in Q(X) A may differ)."""
     model, params, args, stats = tiny
     apply = a8_apply
     for method in (Method("mxint", 4), Method("l2qer", 3, 5)):
@@ -174,7 +174,7 @@ def test_pad_lowrank_computes_the_same_function(tiny, a8_apply):
         assert padded["layers_0"]["attn"]["k"]["lowrank_b"].shape == (16, 16)
         want = apply({"params": q}, *args)[0]
         got = apply({"params": padded}, *args)[0]
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * float(jnp.abs(want).max()))
+        np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="rank 8 > 4"):
         pad_lowrank(quantize_model(params, stats, Method("lqer", 4, 8))[0], 4)
 
