@@ -1,6 +1,7 @@
 """Text handling, the generation cache (resume), validation mixtures and the command-line tool."""
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -9,6 +10,8 @@ import pytest
 
 from jaxml.papers.aitext import corpus, estimator, monitor
 from jaxml.papers.aitext import text as textlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_sentences_handle_abbreviations_quotes_and_markdown():
@@ -115,9 +118,9 @@ def test_command_line_tool(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("The calm day. A quiet walk. A vibrant tapestry. The intricate tapestry.")
-    out = subprocess.run([sys.executable, "scripts/aitext_estimate.py", f"--docs={docs}",
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "aitext_estimate.py"), f"--docs={docs}",
                           f"--tables={tmp_path / 'toy'}", "--n_boot=100", f"--json={tmp_path / 'r.json'}"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
     assert "alpha = " in out.stdout and "4 sentences" in out.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["ci"][0] <= result["mle"] <= result["ci"][1] and result["sentences"] == 4
