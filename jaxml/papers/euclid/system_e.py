@@ -112,8 +112,10 @@ axiom intersection_circle_line_1 [diagrammatic]: forall (a b : Point) (α : Circ
   => line_meets_circle(L, α)
 axiom intersection_circle_line_2 [diagrammatic]: forall (a : Point) (α : Circle) (L : Line),
   inside_circle(a, α) and on_line(a, L) => line_meets_circle(L, α)
+# a ON α, as LeanEuclid's intersection_circle_circle_1 (Diagrammatic.lean); Avigad et al.'s "a on or inside α"
+# is unsound: concentric circles of radii 2 and 1 with a their centre and b on the larger one (issue 16)
 axiom intersection_circle_circle_1 [diagrammatic]: forall (a b : Point) (α β : Circle),
-  (inside_circle(a, α) or on_circle(a, α)) and (inside_circle(b, α) or on_circle(b, α)) and inside_circle(a, β)
+  on_circle(a, α) and (inside_circle(b, α) or on_circle(b, α)) and inside_circle(a, β)
   and outside_circle(b, β) => circles_meet(α, β)
 axiom intersection_circle_circle_2 [diagrammatic]: forall (a b : Point) (α β : Circle),
   on_circle(a, α) and inside_circle(b, α) and inside_circle(a, β) and on_circle(b, β) => circles_meet(α, β)
