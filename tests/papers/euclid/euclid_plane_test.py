@@ -270,3 +270,21 @@ def test_every_axiom_and_rule_holds_on_many_random_scenes():
     total = _sweep(_statements(), scenes, 300_000)
     print("\n" + _summary(total, scenes, time.perf_counter() - t0))
     _assert_sound_and_exercised(total, 5 * MIN_NON_VACUOUS)
+
+
+# The same bug seen through the solver: with Avigad et al.'s "a on or inside alpha" the false statement
+# below checked with an empty proof, and the equivalence checker called it equivalent to a true one.
+_CONCENTRIC = ("forall (a b c : Point) (α β : Circle), centre(a, α) and centre(a, β) and on_circle(b, α) "
+               "and on_circle(c, β) and |a c| < |a b| => ")
+
+
+def test_concentric_circles_do_not_meet_in_the_checker_or_the_equivalence_checker():
+    from jaxml.papers.euclid import checker, equivalence
+    from jaxml.papers.euclid import syntax as S
+    false = f"theorem false_meet: {_CONCENTRIC}circles_meet(α, β)\nproof\nqed\n"
+    (result,) = checker.check_text(false, timeout_s=10)
+    assert not result.ok and "circles_meet" in result.failure, result.failure
+    true = S.parse_statement(_CONCENTRIC + "|a c| < |a b|")
+    stronger = S.parse_statement(_CONCENTRIC + "|a c| < |a b| and circles_meet(α, β)")
+    r = equivalence.check_equivalence(true, stronger, timeout_s=10)
+    assert r.category == "test_implies_ground", r
