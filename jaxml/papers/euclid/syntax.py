@@ -34,8 +34,23 @@ triangle areas `area(a, b, c)`). Unicode alternatives are accepted: ∀ ∃ ∧ 
 Predicates and their sorts are in `PREDICATES`; `triangle`, `opposite_sides`, `outside_circle`
 and `parallel` are macros (see `system_e`).
 
+Numbers are exact: a NUMBER is a decimal (`3`, `0.25`; no sign, no exponent: `1e23` is an error
+that says to write the decimal out) and is read as a `fractions.Fraction`, as are the coefficients
+of a sum (`0.1 * 3` is exactly 0.3). The printer writes every number back as its exact decimal
+(products of decimals are decimals), so `format(parse(x))` reads back to an equal statement.
+
 Errors are `EuclidSyntaxError` with the line and column of the offending token and the accepted
-alternatives.
+alternatives. The parser bounds what it reads, so no input can exhaust the stack or run for long
+(each is an `EuclidSyntaxError` naming the limit):
+
+    MAX_SOURCE_CHARS   characters of one input (Book I, `data/book1.e`: about 26,000, in 7,000 tokens)
+    MAX_TOKENS         tokens of one input
+    MAX_NESTING        depth of nested parentheses, `not`s and proof `cases` (Book I: 2)
+    MAX_NUMBER_DIGITS  decimal digits of a number, literal or coefficient (a product of literals)
+
+Each '(' is read once (the parser looks at the token after its matching ')' to tell a parenthesised
+formula from a parenthesised term: a term is followed by a comparison, '+' or '*'), so parsing time
+is linear in the input.
 """
 
 from __future__ import annotations
@@ -43,8 +58,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from fractions import Fraction
 
 SORTS = ("Point", "Line", "Circle")
+
+# Input limits (see the module doc): far above any real statement, far below what exhausts a process.
+MAX_SOURCE_CHARS = 1_000_000
+MAX_TOKENS = 200_000
+MAX_NESTING = 100
+MAX_NUMBER_DIGITS = 1000
 
 # name -> argument sorts. Primitive relations of E, then derived ones (expanded by system_e).
 PREDICATES: dict[str, tuple[str, ...]] = {
@@ -78,9 +100,13 @@ class EuclidSyntaxError(ValueError):
         self.message, self.line, self.column = message, line, column
         where = f"line {line}, column {column}: {message}"
         if source:
-            lines = source.splitlines() or [""]
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            where += f"\n  {text}\n  {' ' * (column - 1)}^"
+            lines = source.split("\n")
+            text, caret = (lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""), column - 1
+            if len(text) > 100:               # a window of a long line around the column
+                lo = max(0, min(caret - 50, len(text) - 100))
+                text = ("..." if lo else "") + text[lo:lo + 100] + ("..." if lo + 100 < len(text) else "")
+                caret = caret - lo + (3 if lo else 0)
+            where += f"\n  {text}\n  {' ' * caret}^"
         super().__init__(where)
 
 
@@ -107,9 +133,23 @@ class AreaOf:
     c: str
 
 
+def exact(x) -> Fraction:
+    """`x` (an int, float, Fraction, Decimal or decimal string) as an exact Fraction; a float is taken at
+    its exact binary value. Booleans and non-finite values are a ValueError."""
+    if isinstance(x, bool):
+        raise ValueError(f"not a number: {x!r}")
+    try:
+        return x if type(x) is Fraction else Fraction(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"not a finite number: {x!r} ({e})") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Num:
-    value: float
+    value: Fraction       # exact; an int / float / decimal string given here is converted
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", exact(self.value))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +159,10 @@ class Right:
 
 @dataclasses.dataclass(frozen=True)
 class Sum:
-    terms: tuple          # of (coefficient: float, primary term)
+    terms: tuple          # of (coefficient: Fraction, primary term); coefficients are converted as in Num
+
+    def __post_init__(self):
+        object.__setattr__(self, "terms", tuple((exact(c), t) for c, t in self.terms))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,7 +292,8 @@ class Token:
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r]+) | (?P<nl>\n) | (?P<comment>\#[^\n]*)
   | (?P<string>"[^"\n]*")
-  | (?P<number>\d+(?:\.\d+)?)
+  | (?P<scientific>[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]+)
+  | (?P<number>[0-9]+(?:\.[0-9]+)?)
   | (?P<name>[A-Za-z_\u0370-\u03ff][A-Za-z0-9_'\u0370-\u03ff]*(?:\.[A-Za-z0-9_]+)*)
   | (?P<sym>=>|!=|<=|>=|[()|,:=<>+*\[\]]|[∀∃∧∨¬≠≤≥⇒→∠])
 """, re.VERBOSE)
@@ -259,17 +303,30 @@ def tokenize(source: str) -> list[Token]:
     """Tokens of `source`; an unknown character is an EuclidSyntaxError at its position."""
     if not isinstance(source, str):
         raise TypeError(f"source must be a str, got {type(source).__name__}")
+    if len(source) > MAX_SOURCE_CHARS:
+        line = source.count("\n", 0, MAX_SOURCE_CHARS) + 1
+        column = MAX_SOURCE_CHARS - (source.rfind("\n", 0, MAX_SOURCE_CHARS) + 1) + 1
+        raise EuclidSyntaxError(f"the input is {len(source):,} characters long, above the limit of "
+                                f"{MAX_SOURCE_CHARS:,} (MAX_SOURCE_CHARS)", line, column)
     tokens, line, start, pos = [], 1, 0, 0
     while pos < len(source):
         m = _TOKEN.match(source, pos)
         if m is None:
             raise EuclidSyntaxError(f"unexpected character {source[pos]!r}", line, pos - start + 1, source)
         kind, text, col = m.lastgroup, m.group(), pos - start + 1
+        if len(tokens) >= MAX_TOKENS and kind not in ("ws", "nl", "comment"):
+            raise EuclidSyntaxError(f"the input has more than {MAX_TOKENS:,} tokens (MAX_TOKENS)", line, col)
         if kind == "nl":
             line, start = line + 1, m.end()
         elif kind == "string":
             tokens.append(Token("STRING", text[1:-1], line, col))
+        elif kind == "scientific":
+            raise EuclidSyntaxError(f"{text!r}: numbers are written as decimals (like 100000000000000000000000 "
+                                    f"or 0.0025), not in scientific notation", line, col, source)
         elif kind == "number":
+            if len(text) - text.count(".") > MAX_NUMBER_DIGITS:
+                raise EuclidSyntaxError(f"a number with more than {MAX_NUMBER_DIGITS} digits (MAX_NUMBER_DIGITS)",
+                                        line, col, source)
             tokens.append(Token("NUMBER", text, line, col))
         elif kind == "name":
             tokens.append(Token("KW" if text in KEYWORDS else "NAME", text, line, col))
@@ -290,6 +347,14 @@ class _Parser:
         self.scope = scope          # {name: sort} of the bound objects; None: not checked (proof steps)
         self.tokens = tokenize(source)
         self.i = 0
+        self.depth = 0              # open '(', 'not' and 'cases' around the current position (<= MAX_NESTING)
+        self.close: dict[int, int] = {}    # index of a '(' token -> index of its matching ')'
+        opened = []
+        for i, t in enumerate(self.tokens):
+            if t.kind == "SYM" and t.value == "(":
+                opened.append(i)
+            elif t.kind == "SYM" and t.value == ")" and opened:
+                self.close[opened.pop()] = i
 
     # -- token helpers
     @property
@@ -320,6 +385,12 @@ class _Parser:
             raise self.error(f"expected {value!r}{' ' + what if what else ''}, found {self._show(self.tok)}")
         self.i += 1
         return self.tokens[self.i - 1]
+
+    def enter(self, tok: Token) -> None:
+        """One more level of nesting at `tok` ('(', 'not' or 'cases'); `self.depth -= 1` leaves it."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nesting deeper than {MAX_NESTING} (parentheses, 'not' and 'cases'; MAX_NESTING)", tok)
 
     def name(self, what: str = "a name") -> Token:
         if self.tok.kind != "NAME":
@@ -426,27 +497,24 @@ class _Parser:
         return args[0] if len(args) == 1 else And(tuple(args))
 
     def unary(self) -> Formula:
+        tok = self.tok
         if self.at("not"):
+            self.enter(tok)
             self.i += 1
-            return Not(self.unary())
+            out = Not(self.unary())
+            self.depth -= 1
+            return out
         if self.at("("):            # a parenthesised formula, or a parenthesised term in a comparison
-            save = self.i
+            close = self.close.get(self.i)
+            if close is not None and self.tokens[close + 1].kind == "SYM" and \
+                    self.tokens[close + 1].value in (*COMPARISONS, "+", "*"):
+                return self.atom()         # a parenthesised term: (|a b| + |b c|) = |a c|
+            self.enter(tok)
             self.i += 1
-            try:
-                inner = self.formula()
-                self.expect(")")
-                if not self.at(*COMPARISONS, "+"):
-                    return inner
-                first_error = None
-            except EuclidSyntaxError as e:
-                first_error = e
-            self.i = save                  # a parenthesised term: (|a b| + |b c|) = |a c|
-            try:
-                return self.atom()
-            except EuclidSyntaxError:
-                if first_error is not None:
-                    raise first_error from None
-                raise
+            inner = self.formula()
+            self.expect(")", "to close '('")
+            self.depth -= 1
+            return inner
         return self.atom()
 
     def atom(self) -> Formula:
@@ -507,28 +575,35 @@ class _Parser:
                 raise self.error(f"object {p.name!r} cannot be added; only magnitudes can", p.tok)
         terms = []
         for p in parts:
-            terms += list(p.terms) if isinstance(p, Sum) else [(1.0, p)]
+            terms += list(p.terms) if isinstance(p, Sum) else [(Fraction(1), p)]
         return Sum(tuple(terms))
 
     def prod(self):
-        coef, factors, first = 1.0, [], self.tok
+        coef, factors, first = Fraction(1), [], self.tok
         while True:
             if self.tok.kind == "NUMBER" and self.tokens[self.i + 1].value == "*":
-                coef *= float(self.tok.value)
+                coef *= Fraction(self.tok.value)
+                if _num_digits(coef) > MAX_NUMBER_DIGITS:
+                    raise self.error(f"a coefficient with more than {MAX_NUMBER_DIGITS} digits "
+                                     f"(MAX_NUMBER_DIGITS)")
                 self.i += 2
                 continue
             factor = self.primary()
-            if isinstance(factor, _NameTerm) and (factors or coef != 1.0 or self.at("*")):
+            if isinstance(factor, _NameTerm) and (factors or coef != 1 or self.at("*")):
                 raise self.error(f"object {factor.name!r} cannot be multiplied; only magnitudes can", factor.tok)
             factors.append(factor)
             if not self.at("*"):
                 break
             self.i += 1
-        if len(factors) == 1 and coef == 1.0:
+        if len(factors) == 1 and coef == 1:
             return factors[0]
         inner = factors[0] if len(factors) == 1 else Product(tuple(factors))
         if isinstance(inner, Sum):
-            return Sum(tuple((coef * c, t) for c, t in inner.terms))
+            terms = tuple((coef * c, t) for c, t in inner.terms)
+            if any(_num_digits(c) > MAX_NUMBER_DIGITS for c, _ in terms):
+                raise self.error(f"a coefficient with more than {MAX_NUMBER_DIGITS} digits (MAX_NUMBER_DIGITS)",
+                                 first)
+            return Sum(terms)
         return Sum(((coef, inner),))
 
     def primary(self):
@@ -558,14 +633,16 @@ class _Parser:
             return Right()
         if tok.kind == "NUMBER":
             self.i += 1
-            return Num(float(tok.value))
+            return Num(Fraction(tok.value))
         if tok.kind == "NAME":
             self.i += 1
             return _NameTerm(tok.value, tok)
         if self.at("("):
+            self.enter(tok)
             self.i += 1
             inner = self.term()
             self.expect(")")
+            self.depth -= 1
             return inner
         raise self.error(f"expected a formula or a magnitude (|a b|, angle(a, b, c), area(a, b, c), right, a "
                          f"number), found {self._show(tok)}")
@@ -596,6 +673,7 @@ class _Parser:
                 self.expect("=", "in 'let NAME = NAME'")
                 out.append(Let(name, self.name("an object name").value, tok.line, tok.column))
             elif self.at("cases"):
+                self.enter(tok)
                 self.i += 1
                 branches = []
                 while self.at("case"):
@@ -606,6 +684,7 @@ class _Parser:
                 if not branches:
                     raise self.error(f"expected 'case <formula>:' after 'cases', found {self._show(self.tok)}")
                 self.expect("end", "to close 'cases'")
+                self.depth -= 1
                 out.append(Cases(tuple(branches), tok.line, tok.column))
             else:
                 raise self.error(f"expected a proof step ('obtain', 'apply', 'have', 'let', 'cases') or "
@@ -764,8 +843,33 @@ def parse_formula(source: str, sorts: dict[str, str]) -> Formula:
 # ----------------------------------------------------------------------------------------------
 # Printer.
 
-def _fmt_num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+def _fmt_num(x) -> str:
+    """The exact decimal text of `x` (a Fraction whose denominator divides a power of ten; an int or
+    float is converted exactly): '3', '0.25', '-1.5'. A ValueError for, e.g., 1/3."""
+    x = exact(x)
+    sign, n, d = ("-" if x < 0 else ""), abs(x.numerator), x.denominator
+    if d == 1:
+        return sign + str(n)
+    twos = (d & -d).bit_length() - 1
+    rest, fives = d >> twos, 0
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        raise ValueError(f"{x} is not a finite decimal; the statement language writes numbers as decimals")
+    k = max(twos, fives)                       # the fewest decimal places: n / d = m / 10**k
+    digits = str(n * (10 ** k // d)).rjust(k + 1, "0")
+    return f"{sign}{digits[:-k]}.{digits[-k:]}"
+
+
+def _num_digits(x: Fraction) -> int:
+    """How many decimal digits `_fmt_num(x)` writes (a number past MAX_NUMBER_DIGITS is refused)."""
+    if x.denominator == 1:
+        return len(str(abs(x.numerator))) if abs(x.numerator) < 10 ** (MAX_NUMBER_DIGITS + 1) \
+            else MAX_NUMBER_DIGITS + 1
+    try:
+        return sum(ch.isdigit() for ch in _fmt_num(x))
+    except ValueError:
+        return MAX_NUMBER_DIGITS + 1
 
 
 def format_term(t) -> str:
@@ -779,8 +883,9 @@ def format_term(t) -> str:
         return _fmt_num(t.value)
     if isinstance(t, Right):
         return "right"
-    if isinstance(t, Product):
-        return " * ".join(_paren_term(x) for x in t.factors)
+    if isinstance(t, Product):       # a number before '*' would read as a coefficient: (2) * |a b|
+        return " * ".join(f"({format_term(x)})" if isinstance(x, Num) and i < len(t.factors) - 1 else _paren_term(x)
+                          for i, x in enumerate(t.factors))
     if isinstance(t, Sum):
         return " + ".join(format_term(x) if c == 1 else f"{_fmt_num(c)} * {_paren_term(x)}" for c, x in t.terms)
     raise TypeError(f"not a term: {t!r}")
@@ -802,8 +907,9 @@ def format_formula(f, top: bool = True) -> str:
             return f"{f.arg.a} != {f.arg.b}"
         if isinstance(f.arg, Cmp) and f.arg.op == "=":
             return f"{format_term(f.arg.lhs)} != {format_term(f.arg.rhs)}"
-        inner = format_formula(f.arg, top=False)
-        return f"not {inner}" if isinstance(f.arg, Pred) else f"not ({format_formula(f.arg)})"
+        if isinstance(f.arg, (And, Or)):
+            return f"not ({format_formula(f.arg)})"
+        return f"not {format_formula(f.arg, top=False)}"       # an atom or another `not`: no parentheses
     if isinstance(f, And):
         s = " and ".join(format_formula(a, top=False) for a in f.args)
         return s if top else f"({s})"
@@ -828,11 +934,14 @@ def format_statement(s: Statement, header: bool = True) -> str:
     parts = []
     if s.universals:
         parts.append(f"forall {_format_binders(s.universals)},")
+    def conjunction(fs) -> str:     # a lone disjunction needs no parentheses
+        top = len(fs) == 1 and isinstance(fs[0], Or)
+        return " and ".join(format_formula(f, top=top) for f in fs)
     if s.hypotheses:
-        parts.append(" and ".join(format_formula(h, top=False) for h in s.hypotheses) + " =>")
+        parts.append(conjunction(s.hypotheses) + " =>")
     if s.existentials:
         parts.append(f"exists {_format_binders(s.existentials)},")
-    parts.append(" and ".join(format_formula(c, top=False) for c in s.conclusions) if s.conclusions else "")
+    parts.append(conjunction(s.conclusions) if s.conclusions else "")
     body = " ".join(p for p in parts if p)
     if not header:
         return body

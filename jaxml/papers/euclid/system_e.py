@@ -371,8 +371,13 @@ def _smt_and(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else f"(and {' '.join(parts)})"
 
 
-def _smt_num(x: float) -> str:
-    return f"(- {float(-x)!r})" if x < 0 else repr(float(x))
+def _smt_num(x) -> str:
+    """An exact SMT-LIB real for a number (Fraction, int or float, taken exactly): '90.0', '(/ 1.0 10.0)',
+    negatives as '(- ...)' (never a float's decimal approximation, nor '1e+23', which z3 does not read)."""
+    x = S.exact(x)
+    n, d = abs(x.numerator), x.denominator
+    text = f"{n}.0" if d == 1 else f"(/ {n}.0 {d}.0)"
+    return f"(- {text})" if x < 0 else text
 
 
 def term_smt(t, env: dict) -> str:
@@ -515,6 +520,33 @@ def instances(ax: Axiom, objects: dict[str, str], known: dict, budget: int = 0) 
         yield dict(env)
 
 
+def instance_count_bound(ax: Axiom, objects: dict[str, str], known: dict, budget: int = 0) -> int:
+    """An upper bound on how many assignments `instances(ax, objects, known, budget)` yields, computed
+    without enumerating them: exact when no on_line restriction applies (before the pruning of vacuous
+    instances); with it, each restricted point ranges over the points known on its first line."""
+    sorts = dict(ax.statement.universals)
+    count = {s: 0 for s in S.SORTS}
+    for sort in objects.values():
+        count[sort] += 1
+    full = 1
+    for v in ax.order:
+        full *= count[sorts[v]]
+    if full <= budget:
+        return full
+    by_line: dict[str, int] = {}      # line variable -> how many point variables it restricts (first)
+    for v in ax.order:
+        if sorts[v] == "Point" and ax.restrict.get(v):
+            by_line[ax.restrict[v][0]] = by_line.get(ax.restrict[v][0], 0) + 1
+    bound = 1
+    for v in ax.order:
+        if not (v in by_line or (sorts[v] == "Point" and ax.restrict.get(v))):
+            bound *= count[sorts[v]]
+    lines = [o for o, s in objects.items() if s == "Line"]
+    for k in by_line.values():          # sum over the line's objects of (points known on it) ** k
+        bound *= sum(len(known.get(line, ())) ** k for line in lines)
+    return bound
+
+
 # ----------------------------------------------------------------------------------------------
 # Contexts and queries.
 
@@ -542,8 +574,24 @@ class Verdict:
         return self.status == "proved"
 
 
+# Per-query bounds. Book I: statements need at most 280,431 ground instances by `instance_bound` (I.43;
+# 63,225 built), proofs at most 361,612 (lemma_I16; 244,248 built by the end of I.23's proof), and z3
+# holds about 250 MB after the largest proofs.
+MAX_INSTANCES = 2_000_000
+MAX_MEMORY_MB = 4096         # z3's memory (all its allocations in the process) while a query runs
+
+
+class _TooManyInstances(Exception):
+    pass
+
+
 class Context:
     """Objects (name -> sort) and labelled facts; answers entailment queries with z3.
+
+    Every query is bounded: by `timeout_s` (and `rlimit`), by `max_instances` ground instances (an
+    upper bound on their number is computed before any is built; past the limit the query is not
+    attempted) and by `max_memory_mb` of z3 memory. Hitting any bound answers status 'timeout' (not
+    proved, the solver gave up) with the reason in `detail`, never an exception.
 
     Args:
       objects: {name: sort}.
@@ -553,12 +601,21 @@ class Context:
       rlimit: optional z3 resource limit per query (deterministic; 0 = none).
       budget: an axiom is instantiated over all tuples of objects when there are at most this many,
         else with the on_line restriction (see the module doc).
+      max_instances: the most ground axiom instances a query may need (see `instance_bound`).
+      max_memory_mb: z3's `max_memory` for each check, in MB (z3 counts all its allocations in the
+        process, cached instances included).
     """
 
     def __init__(self, objects: dict[str, str] | None = None, facts: Sequence = (), *,
-                 exclude: Iterable[str] = (), timeout_s: float = 15.0, rlimit: int = 0, budget: int = 2000):
+                 exclude: Iterable[str] = (), timeout_s: float = 15.0, rlimit: int = 0, budget: int = 2000,
+                 max_instances: int = MAX_INSTANCES, max_memory_mb: int = MAX_MEMORY_MB):
         if not timeout_s > 0:
             raise ValueError(f"timeout_s={timeout_s} must be > 0 seconds")
+        if not (isinstance(max_instances, int) and max_instances >= 1):
+            raise ValueError(f"max_instances={max_instances!r} must be an int >= 1")
+        if not (isinstance(max_memory_mb, int) and max_memory_mb >= 1):
+            raise ValueError(f"max_memory_mb={max_memory_mb!r} must be an int >= 1 (megabytes)")
+        self.max_instances, self.max_memory_mb = max_instances, max_memory_mb
         self.objects: dict[str, str] = {}
         self.facts: list[tuple[str, object]] = []
         self.exclude = frozenset(exclude)
@@ -574,7 +631,8 @@ class Context:
             self.add_fact(label, f)
 
     def copy(self) -> "Context":
-        c = Context(exclude=self.exclude, timeout_s=self.timeout_s, rlimit=self.rlimit, budget=self.budget)
+        c = Context(exclude=self.exclude, timeout_s=self.timeout_s, rlimit=self.rlimit, budget=self.budget,
+                    max_instances=self.max_instances, max_memory_mb=self.max_memory_mb)
         c.objects, c.facts = dict(self.objects), list(self.facts)
         return c
 
@@ -588,6 +646,13 @@ class Context:
     def add_fact(self, label: str, f) -> None:
         S.check_sorts(f, self.objects, where=f"fact {label!r}: ")
         self.facts.append((label, f))
+
+    def instance_bound(self, extra: Sequence = ()) -> int:
+        """An upper bound, computed without building them, on the ground instances `instance_keys(extra)`
+        lists (exact over points alone; see `instance_count_bound`)."""
+        known = _known_incidences([f for _, f in self.facts] + list(extra))
+        return sum(instance_count_bound(ax, self.objects, known, self.budget)
+                   for ax in axioms() if ax.name not in self.exclude)
 
     def instance_keys(self, extra: Sequence = ()) -> list:
         """Keys (axiom name, (object, sort)...) of the ground instances of every axiom over the objects,
@@ -605,6 +670,12 @@ class Context:
     def _sync(self, extra: Sequence = ()) -> z3.Solver:
         """The solver with every instance so far (instances are only ever added: each is valid in E)
         and every fact, tracked for unsat cores."""
+        need = self.instance_bound(extra)
+        if need > self.max_instances:
+            n = {s: sum(x == s for x in self.objects.values()) for s in S.SORTS}
+            raise _TooManyInstances(
+                f"not attempted: the query needs up to {need:,} ground instances (over {n['Point']} points, "
+                f"{n['Line']} lines, {n['Circle']} circles), above the limit {self.max_instances:,} (max_instances)")
         if self._solver is None:
             self._solver = z3.Solver()
             self._solver.set("unsat_core", True)
@@ -620,17 +691,35 @@ class Context:
             self._solver.assert_and_track(to_z3(f, self.objects), lit)
         self._n_added = len(self.facts)
         self._solver.set("timeout", max(1, int(self.timeout_s * 1000)))
+        self._solver.set("max_memory", int(self.max_memory_mb))
         if self.rlimit:
             self._solver.set("rlimit", int(self.rlimit))
         return self._solver
+
+    def _out_of_memory(self, error: z3.Z3Exception, t0: float) -> Verdict:
+        """A 'timeout' for z3 stopping at its memory limit (other z3 errors are raised: they are bugs);
+        the solver is dropped and rebuilt by the next query."""
+        message = error.value.decode(errors="replace") if isinstance(error.value, bytes) else str(error.value)
+        if "memory" not in message:
+            raise error
+        self._solver = None
+        return Verdict("timeout", time.perf_counter() - t0, (), f"z3 stopped: {message} (max_memory_mb="
+                       f"{self.max_memory_mb}: z3's allocations in this process passed the limit)", 0)
 
     def entails(self, goal) -> Verdict:
         """Whether the facts and the instantiated theory entail `goal` (a formula over the objects)."""
         S.check_sorts(goal, self.objects, where="goal: ")
         t0 = time.perf_counter()
-        solver = self._sync([goal])
-        solver.push()
         try:
+            solver = self._sync([goal])
+        except _TooManyInstances as e:
+            return Verdict("timeout", time.perf_counter() - t0, (), str(e), 0)
+        except z3.Z3Exception as e:
+            return self._out_of_memory(e, t0)
+        pushed = False
+        try:
+            solver.push()
+            pushed = True
             solver.add(z3.Not(to_z3(goal, self.objects)))
             answer = solver.check()
             if answer == z3.unsat:
@@ -641,20 +730,29 @@ class Context:
                 return Verdict("not_proved", time.perf_counter() - t0, (), detail, self._n_instances)
             return Verdict("timeout", time.perf_counter() - t0, (),
                            f"z3 returned unknown ({solver.reason_unknown()})", self._n_instances)
+        except z3.Z3Exception as e:
+            return self._out_of_memory(e, t0)
         finally:
-            solver.pop()
+            if pushed and self._solver is solver:
+                solver.pop()
 
     def consistent(self) -> Verdict:
         """Whether the facts are satisfiable together with the instantiated theory: status 'sat'
         (a model exists), 'unsat' (contradictory; `core` names the facts) or 'timeout'."""
         t0 = time.perf_counter()
-        solver = self._sync()
-        answer = solver.check()
+        try:
+            solver = self._sync()
+            answer = solver.check()
+            if answer == z3.unsat:
+                core = tuple(sorted({self._labels[str(x)] for x in solver.unsat_core()}))
+        except _TooManyInstances as e:
+            return Verdict("timeout", time.perf_counter() - t0, (), str(e), 0)
+        except z3.Z3Exception as e:
+            return self._out_of_memory(e, t0)
         dt = time.perf_counter() - t0
         if answer == z3.sat:
             return Verdict("sat", dt, (), "satisfiable", self._n_instances)
         if answer == z3.unsat:
-            core = tuple(sorted({self._labels[str(x)] for x in solver.unsat_core()}))
             return Verdict("unsat", dt, core, "contradictory facts: " + "; ".join(core), self._n_instances)
         return Verdict("timeout", dt, (), f"z3 returned unknown ({solver.reason_unknown()})", self._n_instances)
 

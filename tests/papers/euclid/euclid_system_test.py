@@ -142,3 +142,84 @@ def test_bad_context_input_is_rejected():
         ctx.add_object("a", "Line")
     with pytest.raises(ValueError, match="'L' is not bound"):
         ctx.entails(S.Pred("on_line", ("a", "L")))
+
+
+# ---- Exact numbers and bounded resources (issue 16).
+
+def test_numbers_reach_z3_exactly():
+    # 2**53 + 1 and 2**53 are one float: a float translation proved this false statement
+    st = S.parse_statement("forall (a b : Point), |a b| = 9007199254740993 => |a b| = 9007199254740992")
+    assert E.statement_context(st).entails(st.conclusions[0]).status == "not_proved"
+    st = S.parse_statement("forall (a b : Point), |a b| = 9007199254740993 => |a b| = 9007199254740993")
+    assert E.statement_context(st).entails(st.conclusions[0]).status == "proved"
+    # 10**23 became '1e+23' in the SMT text, which z3 cannot parse
+    st = S.parse_statement("forall (a b : Point), |a b| = 100000000000000000000000 => "
+                           "|a b| > 99999999999999999999999 and |a b| < 100000000000000000000000.000001")
+    assert E.hypotheses_satisfiable(st).status == "sat"
+    assert E.statement_context(st).entails(S.And(st.conclusions)).status == "proved"
+    # coefficients: 0.1 * 3 * x = 0.3 * x holds exactly (as floats 0.1 * 3 != 0.3)
+    st = S.parse_statement("forall (a b : Point), a != b => 0.1 * 3 * |a b| = 0.3 * |a b|")
+    assert E.statement_context(st).entails(st.conclusions[0]).status == "proved"
+    assert E.term_smt(S.Num("0.1"), {}) == "(/ 1.0 10.0)"
+    assert E.term_smt(S.Num(-2.5), {}) == "(- (/ 5.0 2.0))"
+    assert E.term_smt(S.Num(10 ** 23), {}) == "100000000000000000000000.0"
+
+
+def _many_objects(points: int, lines: int = 0) -> dict:
+    return {**{f"p{i}": "Point" for i in range(points)}, **{f"L{i}": "Line" for i in range(lines)}}
+
+
+def test_too_many_ground_instances_is_a_timeout_not_a_crash(monkeypatch):
+    """A context whose instantiation would need more than max_instances ground instances answers
+    'timeout' with the count, without building any (a statement with 40 points and 10 lines needs
+    billions)."""
+    built = []
+    monkeypatch.setattr(E, "ground_many", lambda keys: built.append(len(keys)) or [])
+    ctx = E.Context(_many_objects(40, 10))
+    for verdict in (ctx.consistent(), ctx.entails(S.ObjEq("p0", "p1"))):
+        assert verdict.status == "timeout" and not verdict.proved
+        assert f"above the limit {E.MAX_INSTANCES:,} (max_instances)" in verdict.detail
+        assert verdict.seconds < 5
+    assert built == []
+    # with points only the count is exact: every axiom over points alone, at every tuple
+    n = 12
+    expected = sum(n ** len(ax.order) for ax in E.axioms()
+                   if all(s == "Point" for _, s in ax.statement.universals))
+    v = E.Context(_many_objects(n), max_instances=expected - 1).consistent()
+    assert v.status == "timeout" and f"needs up to {expected:,} ground instances" in v.detail
+    assert f"above the limit {expected - 1:,} (max_instances)" in v.detail
+    assert built == []
+
+
+def test_instance_limit_leaves_small_queries_alone():
+    st = S.parse_statement("forall (a b c : Point), between(a, b, c) => between(c, b, a)")
+    need = E.statement_context(st).instance_bound(st.conclusions)
+    v = E.statement_context(st, max_instances=need).entails(st.conclusions[0])
+    assert v.status == "proved" and 0 < v.n_instances <= need
+    v = E.statement_context(st, max_instances=need - 1).entails(st.conclusions[0])
+    assert v.status == "timeout" and f"needs up to {need:,} ground instances" in v.detail and v.n_instances == 0
+    # the bound is an upper bound of what is built, also with the on_line restriction (budget=0)
+    ctx = E.statement_context(S.parse_statement(
+        "forall (a b c d : Point) (L M : Line), on_line(a, L) and on_line(b, L) and on_line(c, M) and "
+        "between(a, d, b) => a = a"), budget=0)
+    assert len(ctx.instance_keys()) <= ctx.instance_bound() < sum(
+        4 ** sum(s == "Point" for _, s in ax.statement.universals) * 2 ** sum(s == "Line" for _, s in
+                                                                           ax.statement.universals)
+        for ax in E.axioms() if not any(s == "Circle" for _, s in ax.statement.universals))
+    with pytest.raises(ValueError, match="max_instances"):
+        E.Context(max_instances=0)
+    with pytest.raises(ValueError, match="max_memory_mb"):
+        E.Context(max_memory_mb=0)
+
+
+def test_z3_memory_limit_is_a_timeout_with_a_clear_reason():
+    st = S.parse_statement("forall (a b c d : Point) (L : Line), on_line(a, L) and on_line(b, L) and "
+                           "between(a, c, b) and between(a, d, c) => between(a, d, b)")
+    goal = st.conclusions[0]
+    ctx = E.statement_context(st, max_memory_mb=1)       # z3 already holds more than 1 MB: it stops at once
+    for v in (ctx.entails(goal), ctx.consistent()):
+        assert v.status == "timeout" and not v.proved
+        assert "memory" in v.detail and "max_memory_mb=1" in v.detail, v.detail
+    ctx.max_memory_mb = E.MAX_MEMORY_MB                  # the context recovers: a fresh solver
+    assert ctx.entails(goal).status == "proved"
+    assert E.statement_context(st).entails(goal).status == "proved"
