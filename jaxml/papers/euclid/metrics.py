@@ -41,17 +41,27 @@ def category_counts(categories: Iterable[str], known: Sequence[str]) -> dict[str
     return counts
 
 
-def book_counts(satisfiable: Mapping[str, str], proofs: Mapping[str, bool], propositions: Iterable[str]) -> dict[str, float]:
+PROOF_STATUSES = ("verified", "conditional", "failed")
+
+
+def book_counts(satisfiable: Mapping[str, str], proofs: Mapping[str, str], propositions: Iterable[str]) -> dict[str, float]:
     """The Book I tallies from `satisfiable` {name: 'sat' / 'unsat' / 'timeout'} and `proofs` {name:
-    checks?}, split into the `propositions` (I.1 ... I.48) and the lemmas (every other name)."""
+    'verified' / 'conditional' / 'failed'} (checker.ProofResult.status), split into the `propositions`
+    (I.1 ... I.48) and the lemmas (every other name). `proofs_checked` / `lemmas_checked` count only
+    verified proofs; a proof that checks but rests on an unproved statement is `*_conditional`."""
+    for name, status in proofs.items():
+        if status not in PROOF_STATUSES:
+            raise ValueError(f"proof status {status!r} of {name} is not one of {PROOF_STATUSES}")
     props = set(propositions)
     sat = {n: s for n, s in satisfiable.items() if n in props}
-    thm = {n: ok for n, ok in proofs.items() if n in props}
-    lemmas = {n: ok for n, ok in proofs.items() if n not in props}
+    thm = {n: s for n, s in proofs.items() if n in props}
+    lemmas = {n: s for n, s in proofs.items() if n not in props}
     return {"statements_parsed": float(len(props)),
             "statements_checked": float(len(sat)),
             "statements_satisfiable": float(sum(s == "sat" for s in sat.values())),
             "proofs_total": float(len(thm)),
-            "proofs_checked": float(sum(bool(ok) for ok in thm.values())),
+            "proofs_checked": float(sum(s == "verified" for s in thm.values())),
+            "proofs_conditional": float(sum(s == "conditional" for s in thm.values())),
             "lemmas_total": float(len(lemmas)),
-            "lemmas_checked": float(sum(bool(ok) for ok in lemmas.values()))}
+            "lemmas_checked": float(sum(s == "verified" for s in lemmas.values())),
+            "lemmas_conditional": float(sum(s == "conditional" for s in lemmas.values()))}

@@ -38,7 +38,15 @@ def test_category_counts_include_zeros_and_reject_strangers():
 def test_book_counts_split_propositions_from_lemmas():
     props = [f"I.{i}" for i in range(1, 49)]
     sat = {"I.1": "sat", "I.2": "sat", "I.3": "timeout", "lemma_I13": "sat"}
-    proofs = {"I.1": True, "I.2": False, "lemma_I13": True, "lemma_I16": False}
+    proofs = {"I.1": "verified", "I.2": "failed", "I.3": "conditional", "lemma_I13": "verified",
+              "lemma_I16": "failed", "lemma_x": "conditional"}
     assert M.book_counts(sat, proofs, props) == {
         "statements_parsed": 48.0, "statements_checked": 3.0, "statements_satisfiable": 2.0,
-        "proofs_total": 2.0, "proofs_checked": 1.0, "lemmas_total": 2.0, "lemmas_checked": 1.0}
+        "proofs_total": 3.0, "proofs_checked": 1.0, "proofs_conditional": 1.0,
+        "lemmas_total": 3.0, "lemmas_checked": 1.0, "lemmas_conditional": 1.0}
+
+
+def test_book_counts_reject_a_bare_truth_value():
+    # A bool cannot say whether a proof rests on an unproved statement: refused, not counted.
+    with pytest.raises(ValueError, match="proof status True of I.1"):
+        M.book_counts({}, {"I.1": True}, ["I.1"])
