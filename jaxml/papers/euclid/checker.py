@@ -191,10 +191,13 @@ class Checker:
       rlimit: optional z3 resource limit per query (deterministic budget; 0 = none).
       exclude: axiom names left out of the background theory.
       strict: a theorem whose hypotheses are contradictory fails (else: a warning).
+      max_instances, max_memory_mb: the per-context bounds of `system_e.Context` (a query over them
+        is a 'timeout' with the reason, never a crash).
     """
 
     def __init__(self, library: Mapping[str, S.Statement] | None = None, *, timeout_s: float = 15.0,
-                 rlimit: int = 0, exclude=(), strict: bool = False):
+                 rlimit: int = 0, exclude=(), strict: bool = False, max_instances: int = E.MAX_INSTANCES,
+                 max_memory_mb: int = E.MAX_MEMORY_MB):
         self._library = dict(E.rules())
         self._rests_on: dict[str, tuple] = {}       # non-E statement -> the assumptions it rests on
         self._given: set[str] = set()
@@ -206,6 +209,7 @@ class Checker:
             self._rests_on[name] = ()
             self._given.add(name)
         self.timeout_s, self.rlimit, self.exclude, self.strict = timeout_s, rlimit, tuple(exclude), strict
+        self.max_instances, self.max_memory_mb = max_instances, max_memory_mb
 
     @property
     def library(self) -> Mapping[str, S.Statement]:
@@ -248,7 +252,8 @@ class Checker:
             raise ValueError("under strict the hypotheses decide the verdict: check them with the proof")
         t0 = time.perf_counter()
         state = _Proof(statement)
-        options = dict(timeout_s=self.timeout_s, rlimit=self.rlimit, exclude=self.exclude)
+        options = dict(timeout_s=self.timeout_s, rlimit=self.rlimit, exclude=self.exclude,
+                       max_instances=self.max_instances, max_memory_mb=self.max_memory_mb)
         ok, failure = True, ""
         try:
             self._run(E.statement_context(statement, **options), tuple(proof), state)
@@ -276,7 +281,8 @@ class Checker:
             raise ValueError(f"the hypotheses of {result.name} are already checked")
         t0 = time.perf_counter()
         hyp = E.hypotheses_satisfiable(result.statement, timeout_s=self.timeout_s, rlimit=self.rlimit,
-                                       exclude=self.exclude)
+                                       exclude=self.exclude, max_instances=self.max_instances,
+                                       max_memory_mb=self.max_memory_mb)
         result.hypotheses = hyp
         if hyp.status == "unsat":
             result.warnings.append("the hypotheses are contradictory (unsat core: " + "; ".join(hyp.core)

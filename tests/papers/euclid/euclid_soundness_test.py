@@ -212,3 +212,16 @@ def test_consistency_timeout_is_a_warning():
     assert r.hypotheses.status == "timeout"
     assert any(w.startswith("the consistency of the hypotheses is unknown") for w in r.warnings)
     assert not r.ok and r.timed_out          # the goal's query runs out of budget too, and fails
+
+
+def test_checker_passes_the_instance_limit_to_its_contexts():
+    """A proof whose context would need more ground instances than `max_instances` fails as a
+    timeout naming the limit (no instance is built), and its hypotheses check is a warning."""
+    from jaxml.papers.euclid import checker as C
+    from jaxml.papers.euclid import syntax as S
+    st = S.parse_statement("forall (a b c : Point), between(a, b, c) => between(c, b, a)", name="T")
+    ok = C.Checker().check(st, ())
+    assert ok.verified
+    small = C.Checker(max_instances=10).check(st, ())
+    assert not small.ok and small.timed_out and "above the limit 10 (max_instances)" in small.failure, small.failure
+    assert any("timeout" in w or "gave up" in w or "limit" in w for w in small.warnings), small.warnings
