@@ -64,13 +64,6 @@ class Equivalence:
     bvars: dict = dataclasses.field(default_factory=dict)
 
 
-def _by_sort(binders) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {s: [] for s in S.SORTS}
-    for name, sort in binders:
-        out[sort].append(name)
-    return out
-
-
 def _similar(a: str, b: str) -> float:
     return 1.0 if a == b else difflib.SequenceMatcher(None, a, b).ratio() * 0.5
 
@@ -257,9 +250,9 @@ def unifications(ground: S.Statement, test: S.Statement, max_unifications: int =
     group_of = {t: g_groups[key] for key, names in t_groups.items() for t in names}
     sim = {(t, g): sum(1 for h in history if h[(0, g)] == h[(1, t)]) + 0.01 * _similar(t, g)
            for t, gs in group_of.items() for g in gs}
-    order = sorted(group_of, key=lambda t: (-max(sim[(t, g)] for g in group_of[t]),
-                                            sum(1 for g in group_of[t] if sim[(t, g)] >= max(
-                                                sim[(t, x)] for x in group_of[t]) - 0.5), t))
+    best = {t: max(sim[(t, g)] for g in gs) for t, gs in group_of.items()}
+    # most constrained first: the best colour agreement, then the fewest ground variables sharing it
+    order = sorted(group_of, key=lambda t: (-best[t], sum(sim[(t, g)] >= best[t] - 0.5 for g in group_of[t]), t))
     position = {t: i for i, t in enumerate(order)}
     ground_atoms = {(ctx, _shape(a, str)) for ctx, a in _walk(ground.hypotheses, "H") + _walk(ground.conclusions, "C")}
     closing: dict = {t: [] for t in order}          # test atoms whose last variable (in `order`) is t
@@ -385,8 +378,8 @@ def check_equivalence(ground: S.Statement, test: S.Statement, *, timeout_s: floa
     sigmas = unifications(ground, test, max_unifications)
     if sigmas is None:
         def counts(st):
-            return {k: len(v) for k, v in _by_sort(st.universals).items() if v}, \
-                {k: len(v) for k, v in _by_sort(st.existentials).items() if v}
+            groups = _by_sort_q(st)
+            return tuple({sort: len(v) for (q_, sort), v in groups.items() if q_ == q} for q in ("u", "e"))
         return Equivalence("neither", "", "", {}, 0, 0.0,
                            f"bound variables differ: ground (forall, exists) {counts(ground)}, test {counts(test)}"
                            + note, bvars)

@@ -489,10 +489,7 @@ def instances(ax: Axiom, objects: dict[str, str], known: dict, budget: int = 0) 
     for name, sort in objects.items():
         by_sort.setdefault(sort, []).append(name)
     order = ax.order
-    full = 1
-    for v in order:
-        full *= len(by_sort.get(sorts[v], []))
-    restricted = full > budget
+    restricted = _all_tuples(ax, objects) > budget
 
     def rec(i: int, env: dict):
         if i == len(order):
@@ -520,6 +517,15 @@ def instances(ax: Axiom, objects: dict[str, str], known: dict, budget: int = 0) 
         yield dict(env)
 
 
+def _all_tuples(ax: Axiom, objects: dict[str, str]) -> int:
+    """How many assignments of the axiom's variables to objects of their sorts there are."""
+    sorts = dict(ax.statement.universals)
+    n = 1
+    for v in ax.order:
+        n *= sum(1 for s in objects.values() if s == sorts[v])
+    return n
+
+
 def instance_count_bound(ax: Axiom, objects: dict[str, str], known: dict, budget: int = 0) -> int:
     """An upper bound on how many assignments `instances(ax, objects, known, budget)` yields, computed
     without enumerating them: exact when no on_line restriction applies (before the pruning of vacuous
@@ -528,9 +534,7 @@ def instance_count_bound(ax: Axiom, objects: dict[str, str], known: dict, budget
     count = {s: 0 for s in S.SORTS}
     for sort in objects.values():
         count[sort] += 1
-    full = 1
-    for v in ax.order:
-        full *= count[sorts[v]]
+    full = _all_tuples(ax, objects)
     if full <= budget:
         return full
     by_line: dict[str, int] = {}      # line variable -> how many point variables it restricts (first)
@@ -650,14 +654,21 @@ class Context:
     def instance_bound(self, extra: Sequence = ()) -> int:
         """An upper bound, computed without building them, on the ground instances `instance_keys(extra)`
         lists (exact over points alone; see `instance_count_bound`)."""
-        known = _known_incidences([f for _, f in self.facts] + list(extra))
+        return self._bound(self._known(extra))
+
+    def _known(self, extra: Sequence) -> dict:
+        return _known_incidences([f for _, f in self.facts] + list(extra))
+
+    def _bound(self, known: dict) -> int:
         return sum(instance_count_bound(ax, self.objects, known, self.budget)
                    for ax in axioms() if ax.name not in self.exclude)
 
     def instance_keys(self, extra: Sequence = ()) -> list:
         """Keys (axiom name, (object, sort)...) of the ground instances of every axiom over the objects,
         given the incidences mentioned in the facts and in `extra` formulas (the goal)."""
-        known = _known_incidences([f for _, f in self.facts] + list(extra))
+        return self._keys(self._known(extra))
+
+    def _keys(self, known: dict) -> list:
         keys = []
         for ax in axioms():
             if ax.name in self.exclude:
@@ -670,7 +681,8 @@ class Context:
     def _sync(self, extra: Sequence = ()) -> z3.Solver:
         """The solver with every instance so far (instances are only ever added: each is valid in E)
         and every fact, tracked for unsat cores."""
-        need = self.instance_bound(extra)
+        known = self._known(extra)          # once per query: the bound and the instances both need it
+        need = self._bound(known)
         if need > self.max_instances:
             n = {s: sum(x == s for x in self.objects.values()) for s in S.SORTS}
             raise _TooManyInstances(
@@ -680,7 +692,7 @@ class Context:
             self._solver = z3.Solver()
             self._solver.set("unsat_core", True)
             self._added, self._n_added, self._labels = set(), 0, {}
-        new = [k for k in self.instance_keys(extra) if k not in self._added]
+        new = [k for k in self._keys(known) if k not in self._added]
         if new:
             self._solver.add(ground_many(new))
             self._added.update(new)
