@@ -69,42 +69,22 @@ def _similar(a: str, b: str) -> float:
 
 
 def _atoms(formulas) -> set:
-    """Normalised atoms (segments and triangles unordered, angles up to reversal) of `formulas`."""
+    """The atoms of `formulas` in `_shape`'s canonical form (names kept), with the primary terms of
+    every comparison, so that a partly matching equation still counts."""
     out = set()
     for f in S.atoms_of(formulas):
+        out.add(_shape(f, str))
         if isinstance(f, S.Cmp):
-            sides = [_norm(f.lhs), _norm(f.rhs)]
-            if f.op == "=":
-                sides.sort(key=repr)
-            out.add((f.op,) + tuple(sides))
-            out.update(_norm_terms(f.lhs) | _norm_terms(f.rhs))
-        elif isinstance(f, S.ObjEq):
-            out.add(("=",) + tuple(sorted((f.a, f.b))))
-        elif isinstance(f, S.Pred):
-            out.add((f.name,) + f.args)
+            out.update(_primaries(f.lhs) | _primaries(f.rhs))
     return out
 
 
-def _norm(t):
-    if isinstance(t, S.Length):
-        return ("len",) + tuple(sorted((t.a, t.b)))
-    if isinstance(t, S.AngleOf):
-        return ("ang", min(t.a, t.c), t.b, max(t.a, t.c))
-    if isinstance(t, S.AreaOf):
-        return ("area",) + tuple(sorted((t.a, t.b, t.c)))
+def _primaries(t) -> set:
     if isinstance(t, S.Sum):
-        return ("sum",) + tuple(sorted((c, _norm(x)) for c, x in t.terms))
+        return set().union(*[_primaries(x) for _, x in t.terms])
     if isinstance(t, S.Product):
-        return ("prod",) + tuple(sorted(_norm(x) for x in t.factors))
-    return (type(t).__name__, getattr(t, "value", None))
-
-
-def _norm_terms(t) -> set:
-    if isinstance(t, S.Sum):
-        return set().union(*[_norm_terms(x) for _, x in t.terms])
-    if isinstance(t, S.Product):
-        return set().union(*[_norm_terms(x) for x in t.factors])
-    return {_norm(t)}
+        return set().union(*[_primaries(x) for x in t.factors])
+    return {_shape(t, str)}
 
 
 def _conj(fs):
