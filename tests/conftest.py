@@ -53,6 +53,11 @@ def pytest_collection_modifyitems(config, items):
                 import torch  # noqa: F401
             except ImportError:
                 item.add_marker(pytest.mark.skip(reason="needs the [torch-ref] extra (torch)"))
+        if "pymdp_ref" in item.keywords:
+            try:
+                import pymdp  # noqa: F401
+            except ImportError:
+                item.add_marker(pytest.mark.skip(reason="needs the [pymdp-ref] extra (inferactively-pymdp)"))
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,15 @@ EXPERIMENTS = registry.list_experiments()
 EXPECTED = {
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
     "examples/fashion_mnist_cnn": lambda r: 0.2 < r.metrics["test_accuracy"] < 0.9,
+    # 64 agents: all epistemic agents go to the cue first; pragmatic ones pick it about half the time (with
+    # 64 draws a rate above 0.75 is a 4-sigma event for an indifferent agent).
+    "embodied/tmaze": lambda r: (r.metrics["epistemic_first_cue_rate"] > 0.95
+                                 and 0.2 < r.metrics["pragmatic_first_cue_rate"] < 0.75),
+    # KL(true || learned B) falls from ln 16 = 2.77 within 3 blocks of 20 steps
+    "embodied/gridworld": lambda r: r.metrics["kl_B_novelty_block3"] < r.metrics["kl_B_novelty_block0"] - 0.3,
+    # after the switch a learning forager beats one that does not learn (16 agents, 10-trial blocks)
+    "embodied/foraging": lambda r: (r.metrics["learning_forgetting_block1_late_rate"]
+                                    > r.metrics["no_learning_block1_late_rate"] + 0.15),
 }
 
 
