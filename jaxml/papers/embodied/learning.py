@@ -56,54 +56,43 @@ def transition_counts(qs: Sequence, actions, f: int, deps: Sequence[int], num_co
         qs[f][1:], onehot, *[qs[j][:-1] for j in deps]).sum(0)
 
 
+def _update(concentrations, params, which, what: str, counts, lr, forgetting, prior):
+    """(new concentrations, new means) after adding lr * counts(i) to entry i of `which` (all when None)."""
+    if concentrations is None:
+        raise ValueError(f"learning {what} needs Dirichlet concentrations p{what} in the model")
+    _check_rate(lr, forgetting)
+    given = which is not None
+    ps, means = list(concentrations), list(params)
+    for i in (range(len(ps)) if which is None else which):
+        if ps[i] is None:
+            if given:
+                raise ValueError(f"learning {what}: entry {i} has no concentrations (p{what}[{i}] is None)")
+            continue
+        ps[i] = _forget(ps[i], None if prior is None else prior[i], forgetting) + lr * counts(i)
+        means[i] = dirichlet_mean(ps[i])
+    return tuple(ps), tuple(means)
+
+
 def update_A(model: GenerativeModel, obs, qs: Sequence, lr=1.0, forgetting=0.0, prior=None, valid=None,
              modalities: Sequence[int] | None = None) -> GenerativeModel:
     """The model with pA (and A = its mean) updated from `obs` `[T, M]` and `qs[f]` `[T, S_f]`.
 
     `prior`: the pA the forgetting pulls toward (default: no forgetting term). `modalities`: which
-    to learn (default all)."""
-    if model.pA is None:
-        raise ValueError("update_A needs a model with Dirichlet concentrations pA")
-    _check_rate(lr, forgetting)
-    modalities_given = modalities is not None
-    modalities = range(len(model.A)) if modalities is None else modalities
-    pA, A = list(model.pA), list(model.A)
-    for m in modalities:
-        if pA[m] is None:
-            if modalities_given:
-                raise ValueError(f"update_A: modality {m} has no concentrations (pA[{m}] is None)")
-            continue
-        counts = obs_counts(obs[:, m], qs, model.a_deps[m], model.num_obs[m], valid)
-        pA[m] = _forget(pA[m], None if prior is None else prior[m], forgetting) + lr * counts
-        A[m] = dirichlet_mean(pA[m])
-    return model.replace(pA=tuple(pA), A=tuple(A))
+    to learn (default all that have concentrations)."""
+    counts = lambda m: obs_counts(obs[:, m], qs, model.a_deps[m], model.num_obs[m], valid)  # noqa: E731
+    pA, A = _update(model.pA, model.A, modalities, "A", counts, lr, forgetting, prior)
+    return model.replace(pA=pA, A=A)
 
 
 def update_B(model: GenerativeModel, qs: Sequence, actions, lr=1.0, forgetting=0.0, prior=None, valid=None,
              factors: Sequence[int] | None = None) -> GenerativeModel:
     """The model with pB (and B) updated from beliefs `qs[f]` `[T, S_f]` and `actions` `[T, F]`."""
-    if model.pB is None:
-        raise ValueError("update_B needs a model with Dirichlet concentrations pB")
-    _check_rate(lr, forgetting)
-    factors_given = factors is not None
-    factors = range(len(model.B)) if factors is None else factors
-    pB, B = list(model.pB), list(model.B)
-    for f in factors:
-        if pB[f] is None:
-            if factors_given:
-                raise ValueError(f"update_B: factor {f} has no concentrations (pB[{f}] is None)")
-            continue
-        counts = transition_counts(qs, actions, f, model.b_deps[f], model.num_controls[f], valid)
-        pB[f] = _forget(pB[f], None if prior is None else prior[f], forgetting) + lr * counts
-        B[f] = dirichlet_mean(pB[f])
-    return model.replace(pB=tuple(pB), B=tuple(B))
+    counts = lambda f: transition_counts(qs, actions, f, model.b_deps[f], model.num_controls[f], valid)  # noqa: E731
+    pB, B = _update(model.pB, model.B, factors, "B", counts, lr, forgetting, prior)
+    return model.replace(pB=pB, B=B)
 
 
 def update_D(model: GenerativeModel, qs0: Sequence, lr=1.0, forgetting=0.0, prior=None) -> GenerativeModel:
     """The model with pD (and D) updated from the beliefs about the first state `qs0[f]` `[S_f]`."""
-    if model.pD is None:
-        raise ValueError("update_D needs a model with Dirichlet concentrations pD")
-    _check_rate(lr, forgetting)
-    pD = tuple(_forget(p, None if prior is None else prior[f], forgetting) + lr * q
-               for f, (p, q) in enumerate(zip(model.pD, qs0)))
-    return model.replace(pD=pD, D=tuple(dirichlet_mean(p) for p in pD))
+    pD, D = _update(model.pD, model.D, None, "D", lambda f: qs0[f], lr, forgetting, prior)
+    return model.replace(pD=pD, D=D)

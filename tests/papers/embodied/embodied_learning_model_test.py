@@ -103,9 +103,9 @@ def test_learning_input_errors():
     qs, obs, actions = _episode(rng)
     with pytest.raises(ValueError, match="forgetting"):
         learning.update_A(model, jnp.asarray(obs), qs, forgetting=1.0)
-    with pytest.raises(ValueError, match=r"factor 1 has no concentrations"):
+    with pytest.raises(ValueError, match=r"learning B: entry 1 has no concentrations"):
         learning.update_B(model, qs, jnp.asarray(actions), factors=[1])
-    with pytest.raises(ValueError, match="pA"):
+    with pytest.raises(ValueError, match="learning A needs Dirichlet concentrations pA"):
         learning.update_A(envs.tmaze_model(), jnp.asarray(obs), qs)
     with pytest.raises(ValueError, match="lr_A"):
         LearningSettings(lr_A=-1.0)
