@@ -23,13 +23,14 @@ from jaxml.papers.embodied.learning import update_A, update_B, update_D
 from jaxml.papers.embodied.memory import EpisodicBuffer, LearningSettings, empirical_prior, learn_from_episode
 from jaxml.papers.embodied.model import (GenerativeModel, broadcast_model, construct_policies, dirichlet_mean,
                                          generative_model, stack_models)
-from jaxml.papers.embodied.perception import Posterior, free_energy, free_energy_trace, infer_states
+from jaxml.papers.embodied.perception import (Posterior, free_energy, free_energy_trace, infer_states,
+                                              infer_states_sequence)
 
 __all__ = ["AgentSettings", "CategoricalEnv", "EpisodicBuffer", "GenerativeModel", "LearningSettings",
            "Posterior", "act", "action_marginals", "broadcast_model", "construct_policies", "dirichlet_mean",
            "empirical_prior", "expected_obs", "expected_states", "foraging_env", "foraging_model",
            "free_energy", "free_energy_trace", "generative_model", "grid_env", "grid_model", "infer_policies",
-           "infer_states", "learn_from_episode", "neg_efe_all", "neg_efe_policy", "param_info_gain_A",
+           "infer_states", "infer_states_sequence", "learn_from_episode", "neg_efe_all", "neg_efe_policy", "param_info_gain_A",
            "param_info_gain_B", "policy_posterior", "run_population", "run_trial", "run_trials",
            "sample_action", "sophisticated_search", "stack_models", "state_info_gain", "step_value",
            "tmaze_arrays", "tmaze_env", "tmaze_model", "update_A", "update_B", "update_D", "utility"]

@@ -15,6 +15,7 @@ which `tests/papers/embodied/pymdp_ref_test.py` matches), 'sequential' updates f
 the latest values (coordinate descent: F never increases, which the tests check).
 
 Observations are, per modality, an integer outcome index or a categorical distribution `[O_m]`.
+`infer_states_sequence` infers a window of steps at once by marginal message passing (pymdp's 'mmp').
 """
 
 from __future__ import annotations
@@ -144,3 +145,68 @@ def free_energy_trace(model: GenerativeModel, obs: Sequence, prior: Sequence | N
 
     _, trace = jax.lax.scan(step, init, None, length=num_iter)
     return jnp.concatenate([free_energy(model, init, prior, lls)[None], trace])
+
+
+# ---- marginal message passing over a window of steps -------------------------------------------------------
+
+@functools.partial(jax.jit, static_argnames=("num_iter",))
+def infer_states_sequence(model: GenerativeModel, obs, actions, prior: Sequence | None = None, num_iter: int = 16,
+                          tau: float = 1.0) -> Posterior:
+    """q(s_t) for every step of a window by marginal message passing (MMP; Parr et al. 2019, pymdp's `run_mmp`).
+
+    Each iteration moves every ln q(s_t) toward (step `tau`; 1: all the way)
+
+        E_q[ln A(o_t | s)] + 1/2 ln(B(u_{t-1}) q(s_{t-1}))  + 1/2 ln(q(s_{t+1}) . B~(u_t))
+
+    with ln prior in place of the forward message at t = 0, full (not half) weight on the forward
+    message at the last step (no message from a future), and B~ the transition normalised over its
+    previous-state axis. With one step it is `infer_states`. Transitions must be factor-local
+    (`b_deps[f] == (f,)`).
+
+    Args:
+      obs: `[T, M]` int outcomes. actions: `[T - 1, F]` int, the action between step t and t + 1.
+      prior: the prior over the first state per factor (default D).
+    Returns:
+      Posterior with `qs[f]` `[T, S_f]` and `vfe` the mean-field free energy of the window (nats):
+      sum_t (E ln q - E ln A) - E ln prior(s_0) - sum_t E_{q(s_t) q(s_{t-1})} ln B(u_{t-1}).
+    """
+    if any(deps != (f,) for f, deps in enumerate(model.b_deps)):
+        raise ValueError(f"infer_states_sequence needs factor-local transitions (b_deps[f] == (f,)), got "
+                         f"{model.b_deps}")
+    obs, actions = jnp.asarray(obs), jnp.asarray(actions)
+    T = obs.shape[0]
+    if obs.ndim != 2 or obs.shape[1] != len(model.A):
+        raise ValueError(f"obs must be [T, {len(model.A)}] outcome indices, got shape {obs.shape}")
+    if actions.shape != (T - 1, len(model.B)):
+        raise ValueError(f"actions must be [T - 1, F] = [{T - 1}, {len(model.B)}], got shape {actions.shape}")
+    if num_iter < 1:
+        raise ValueError(f"num_iter must be >= 1, got {num_iter}")
+    prior = list(model.D if prior is None else prior)
+    F = len(model.B)
+    lls = jax.vmap(lambda o: observation_log_likelihoods(model, list(o)))(obs)          # per m: [T, *S_deps]
+    Bs = [jnp.moveaxis(b[:, :, actions[:, f]], -1, 0) for f, b in enumerate(model.B)]   # [T - 1, S', S]
+    half = jnp.where(jnp.arange(T) < T - 1, 0.5, 1.0)[:, None]
+
+    def messages(qs, f):
+        forward = jnp.concatenate([log_stable(prior[f])[None],
+                                   log_stable(jnp.einsum("tij,tj->ti", Bs[f], qs[f][:-1]))]) * half
+        b_norm = Bs[f] / jnp.clip(Bs[f].sum(-1, keepdims=True), EPS)
+        backward = 0.5 * log_stable(jnp.einsum("ti,tij->tj", qs[f][1:], b_norm))
+        return forward + jnp.concatenate([backward, jnp.zeros((1, qs[f].shape[1]))])
+
+    def iteration(qs, _):
+        ln_a = jax.vmap(lambda q_t, ll_t: [_factor_message(model, q_t, ll_t, f) for f in range(F)])(qs, lls)
+        new = []
+        for f in range(F):
+            ln_q = log_stable(qs[f])
+            ln_q = ln_q + tau * (ln_a[f] + messages(qs, f) - ln_q)
+            new.append(jax.nn.softmax(ln_q - ln_q.mean(-1, keepdims=True), axis=-1))
+        return tuple(new), None
+
+    init = tuple(jnp.full((T, s), 1.0 / s, jnp.float32) for s in model.num_states)
+    qs, _ = jax.lax.scan(iteration, init, None, length=num_iter)
+    vfe = sum((xlogx(q)).sum() for q in qs) - sum((q[0] * log_stable(p)).sum() for q, p in zip(qs, prior))
+    vfe = vfe - sum(jnp.einsum("ti,tij,tj->", qs[f][1:], log_stable(Bs[f]), qs[f][:-1]) for f in range(F))
+    vfe = vfe - jax.vmap(lambda q_t, ll_t: sum(contract(ll, [q_t[j] for j in deps])
+                                               for ll, deps in zip(ll_t, model.a_deps)))(qs, lls).sum()
+    return Posterior(qs, vfe)

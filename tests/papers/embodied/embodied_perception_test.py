@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from jaxml.papers.embodied import generative_model
-from jaxml.papers.embodied.perception import free_energy_trace, infer_states
+from jaxml.papers.embodied.perception import free_energy_trace, infer_states, infer_states_sequence
 from tests.papers.embodied import np_reference as ref
 
 
@@ -75,3 +75,40 @@ def test_bad_input_is_named():
         infer_states(model, [0, 0, 0], schedule="random")
     with pytest.raises(ValueError, match="prior has 2 factors"):
         infer_states(model, [0, 0, 0], D[:2])
+
+
+def _sequence_model(seed):
+    rng = np.random.default_rng(seed)
+    sizes, controls = (3, 2), (2, 2)
+    a_deps = [[0], [0, 1]]
+    A = [ref.random_categorical(rng, (3, 3), 0.5), ref.random_categorical(rng, (4, 3, 2), 0.5)]
+    B = [ref.random_categorical(rng, (s, s, u), 0.5) for s, u in zip(sizes, controls)]
+    D = [ref.random_categorical(rng, (s,)) for s in sizes]
+    obs = np.stack([rng.integers(0, 3, 4), rng.integers(0, 4, 4)], 1)
+    actions = rng.integers(0, 2, size=(3, 2))
+    return A, B, D, a_deps, obs, actions
+
+
+@pytest.mark.parametrize("tau, num_iter", [(1.0, 1), (1.0, 8), (0.5, 8)])
+def test_marginal_message_passing_matches_numpy_reference(tau, num_iter):
+    A, B, D, a_deps, obs, actions = _sequence_model(3)
+    model = generative_model(A, B, D=D, a_deps=a_deps)
+    ours = infer_states_sequence(model, obs, actions, num_iter=num_iter, tau=tau)
+    want = ref.mmp(A, a_deps, B, obs, actions, D, num_iter, tau)
+    for q, w in zip(ours.qs, want):
+        np.testing.assert_allclose(np.asarray(q), w, atol=2e-6)
+
+
+def test_marginal_message_passing_of_one_step_is_fpi_and_errors():
+    A, B, D, a_deps, obs, actions = _sequence_model(4)
+    model = generative_model(A, B, D=D, a_deps=a_deps)
+    one = infer_states_sequence(model, obs[:1], actions[:0], num_iter=16)
+    fpi = infer_states(model, list(obs[0]), num_iter=16)
+    for q, w in zip(one.qs, fpi.qs):
+        np.testing.assert_allclose(np.asarray(q[0]), np.asarray(w), atol=1e-6)
+    np.testing.assert_allclose(float(one.vfe), float(fpi.vfe), atol=1e-5)
+    with pytest.raises(ValueError, match=r"actions must be \[T - 1, F\] = \[3, 2\]"):
+        infer_states_sequence(model, obs, actions[:2])
+    coupled = generative_model(A, [B[0], np.ones((2, 3, 2, 2)) / 2], D=D, a_deps=a_deps, b_deps=[[0], [0, 1]])
+    with pytest.raises(ValueError, match="factor-local"):
+        infer_states_sequence(coupled, obs, actions)

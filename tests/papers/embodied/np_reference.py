@@ -111,3 +111,34 @@ def neg_efe(A, a_deps, B, C, qs, policy, info_gain=True):
                     ambiguity += entropy(col) * np.prod([qs[j][i] for j, i in zip(deps, idx)])
                 total += entropy(q) - ambiguity
     return total
+
+
+def mmp(A, a_deps, B, obs, actions, prior, num_iter, tau=1.0):
+    """Marginal message passing over T steps, factor-local B (Parr et al. 2019 as in pymdp's run_mmp):
+    q_t <- softmax(ln q_t + tau (E ln A_t + fwd_t + bwd_t - ln q_t)) with
+    fwd_0 = ln prior, fwd_t = ln(B_{t-1} q_{t-1}), halved unless t = T-1; bwd_t = 1/2 ln(q_{t+1} . rownorm(B_t))."""
+    T, F = len(obs), len(prior)
+    qs = [np.full((T, len(p)), 1.0 / len(p)) for p in prior]
+    for _ in range(num_iter):
+        new = [q.copy() for q in qs]
+        for f in range(F):
+            for t in range(T):
+                current = [qs[g][t] for g in range(F)]
+                msg = np.zeros(len(prior[f]))
+                for a, deps, o in zip(A, a_deps, obs[t]):
+                    if f in deps:
+                        msg += expect_ll(ln(a[o]), current, list(deps), f)
+                w = 0.5 if t < T - 1 else 1.0
+                if t == 0:
+                    msg += w * ln(prior[f])
+                else:
+                    msg += w * ln(B[f][:, :, actions[t - 1][f]] @ qs[f][t - 1])
+                if t < T - 1:
+                    b = B[f][:, :, actions[t][f]]
+                    b = b / np.maximum(b.sum(1, keepdims=True), EPS)
+                    msg += 0.5 * ln(qs[f][t + 1] @ b)
+                ln_q = ln(qs[f][t])
+                ln_q = ln_q + tau * (msg - ln_q)
+                new[f][t] = softmax(ln_q)
+        qs = new
+    return qs

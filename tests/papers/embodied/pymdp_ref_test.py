@@ -194,3 +194,34 @@ def test_reference_imports_pymdp_lazily(monkeypatch):
     monkeypatch.setitem(sys.modules, "pymdp", None)                      # as if not installed
     with pytest.raises(ImportError, match=r'pip install -e "\.\[pymdp-ref\]"'):
         reference.pymdp_agent(envs.tmaze_model())
+
+
+def _pymdp_mmp(model, obs, actions, num_iter):
+    from pymdp.inference import update_posterior_states
+
+    onehot = [jax.nn.one_hot(jnp.asarray(obs)[:, m], n) for m, n in enumerate(model.num_obs)]
+    return update_posterior_states(list(model.A), list(model.B), onehot, jnp.asarray(actions), prior=list(model.D),
+                                   A_dependencies=[list(d) for d in model.a_deps],
+                                   B_dependencies=[list(d) for d in model.b_deps], num_iter=num_iter, method="mmp")
+
+
+@pytest.mark.parametrize("which", ["tmaze", "random"])
+def test_marginal_message_passing_matches_pymdp(which):
+    rng = np.random.default_rng(11)
+    if which == "tmaze":
+        model = envs.tmaze_model(cue_validity=0.8, reward_probability=0.8)
+        obs = np.array([[0, 0, 0], [3, 0, 1], [1, 1, 0], [1, 0, 0]])
+        actions = np.array([[3, 0], [1, 0], [1, 0]])
+    else:
+        sizes = (3, 2)
+        A = [rng.dirichlet(np.ones(3), size=3).T, rng.dirichlet(np.ones(4), size=(3, 2)).transpose(2, 0, 1)]
+        B = [rng.dirichlet(np.ones(s), size=(s, 2)).transpose(2, 0, 1) for s in sizes]
+        D = [rng.dirichlet(np.ones(s)) for s in sizes]
+        model = generative_model(A, B, D=D, a_deps=[[0], [0, 1]])
+        obs = np.stack([rng.integers(0, 3, 5), rng.integers(0, 4, 5)], 1)
+        actions = rng.integers(0, 2, size=(4, 2))
+    ours = perception.infer_states_sequence(model, obs, actions, num_iter=16)
+    theirs = _pymdp_mmp(model, obs, actions, 16)
+    diff = max(float(np.abs(np.asarray(a) - np.asarray(b)).max()) for a, b in zip(ours.qs, theirs))
+    print(f"MMP ({which}): max |diff| {diff:.2e}")
+    assert diff <= ATOL
