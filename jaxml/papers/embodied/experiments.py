@@ -93,7 +93,8 @@ def tmaze(config, workdir) -> Result:
         holds = e[1] >= CUE_SEEKING and p[2] <= INDIFFERENT and pa[0] == 0.0
         claims.append(Claim(
             text="Action minimises expected free energy, whose epistemic term makes the agent seek information: "
-                 f"T-maze agents go to the cue first (>= {CUE_SEEKING:.0%} of seeds) only with the state "
+                 f"T-maze agents (cue validity {config.cue_validity}, reward probability {config.reward_probability}) "
+                 f"go to the cue first (>= {CUE_SEEKING:.0%} of seeds) only with the state "
                  f"information gain; without it they are indifferent between staying and the cue (<= {INDIFFERENT:.0%})",
             ours=f"first move to the cue: {e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}] with vs {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}] "
                  f"without (argmax selection: {rows.get('epistemic_argmax', {}).get('first_cue', (float('nan'),))[0]:.2f} "
@@ -205,7 +206,8 @@ def gridworld(config, workdir) -> Result:
         other = (f"; random moves {metrics[f'kl_{learn}_random_block{config.blocks}']:.3f}"
                  if "random" in config.explorers else "")
         claims.append(Claim(
-            text=f"Learning (Dirichlet updates of {learn} from the episodic buffer, "
+            text=f"Learning (Dirichlet updates of {learn}, "
+                 f"{'after every step' if config.learning_mode == 'step' else 'from the episodic buffer after each block'}, "
                  f"{'A' if learn == 'B' else 'B'} known) brings the learned {learn} toward the true one: "
                  f"KL(true || learned) falls block after block",
             ours=f"{size}x{size} grid, {config.steps}-step blocks: KL {first:.3f} -> {last:.3f} nats after "
