@@ -20,6 +20,7 @@ from jaxml import progress
 from jaxml.core import registry
 from jaxml.core.benchmark import call_seconds
 from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.core.mesh import make_mesh
 from jaxml.papers.embodied import envs, metrics as em
 from jaxml.papers.embodied.agent import AgentSettings, run_population
 from jaxml.papers.embodied.memory import LearningSettings
@@ -38,6 +39,14 @@ def _broadcast(tree, n):
 
 def _keys(seed, n):
     return jax.random.split(jax.random.key(seed), n)
+
+
+def _mesh(n):
+    """A data mesh over all devices when there are several and they divide the n agents, else None (one device).
+
+    On a GPU box or a TPU slice the populations are sharded over every chip; on CPU one device runs them."""
+    count = jax.device_count()
+    return make_mesh() if count > 1 and n % count == 0 else None
 
 
 # ---- T-maze ---------------------------------------------------------------------------------------------
@@ -74,7 +83,7 @@ def tmaze(config, workdir) -> Result:
     metrics, rows = {}, {}
     for name in config.conditions:
         loc, reward = run_population(model, envs_, TMAZE_CONDITIONS[name], LearningSettings(), keys, 1,
-                                     config.steps, keep=_tmaze_keep, shared_model=True)
+                                     config.steps, keep=_tmaze_keep, shared_model=True, mesh=_mesh(n))
         loc, reward = np.asarray(loc), np.asarray(reward)
         first_cue = loc[:, 1] == envs.CUE
         cue = em.cue_visit_rate(loc, envs.CUE, before=[envs.LEFT, envs.RIGHT])
@@ -184,7 +193,7 @@ def gridworld(config, workdir) -> Result:
             for block in range(config.blocks):
                 models, _ = run_population(models, envs_, GRID_EXPLORERS[explorer], settings,
                                            jax.vmap(lambda k: jax.random.fold_in(k, block))(keys), 1, config.steps,
-                                           keep=_grid_keep)
+                                           keep=_grid_keep, mesh=_mesh(n))
                 learned = np.asarray(getattr(models, learn)[0])
                 kl.append(np.array([em.categorical_kl(true[learn], learned[i]) for i in range(n)]))
             kl = np.stack(kl, 1)                                         # [agents, blocks + 1]
@@ -278,7 +287,7 @@ def foraging(config, workdir) -> Result:
     for name in config.conditions:
         model, learning = conditions[name]
         food = np.asarray(run_population(broadcast_model(model, n), envs_, settings, learning, keys,
-                                         blocks * per_block, 2, keep=_forage_keep))
+                                         blocks * per_block, 2, keep=_forage_keep, mesh=_mesh(n)))
         rates, tails = em.block_rates(food, per_block)                 # [agents, blocks]
         mean, half = em.mean_ci(tails)
         curves[name] = food.mean(0)
