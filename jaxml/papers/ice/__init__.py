@@ -11,7 +11,9 @@ clarification pipeline over `jaxml.llm` and the experiments come next; see jaxml
     float(d.total), float(d.data), float(d.model)                  # 1.0 bit, all of it data uncertainty
 """
 
-from jaxml.papers.ice.clustering import FuzzyMatcher, answer_labels, normalize_answer, word_error_rate
+from jaxml.papers.ice import experiments  # noqa: F401  (registers the experiments)
+from jaxml.papers.ice.clustering import (FuzzyMatcher, answer_labels, normalize_answer, semantic_clusters,
+                                        word_error_rate)
 from jaxml.papers.ice.data import (FAMILIES, AmbigExample, ambiguous_instructions, load_ambigqa, load_ambiginst,
                                    save_ambiginst)
 from jaxml.papers.ice.decompose import (Decomposition, answer_frequencies, decompose, decompose_answers,
@@ -20,5 +22,5 @@ from jaxml.papers.ice.metrics import BestF1, auroc, best_f1, bootstrap_ci
 
 __all__ = ["FAMILIES", "AmbigExample", "ambiguous_instructions", "load_ambigqa", "load_ambiginst", "save_ambiginst",
            "BestF1", "Decomposition", "FuzzyMatcher", "answer_frequencies", "answer_labels", "auroc", "best_f1",
-           "bootstrap_ci", "decompose", "decompose_answers", "entropy_bits", "normalize_answer",
+           "bootstrap_ci", "decompose", "decompose_answers", "entropy_bits", "normalize_answer", "semantic_clusters",
            "word_error_rate"]

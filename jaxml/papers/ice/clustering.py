@@ -20,6 +20,8 @@ import re
 import string
 from collections.abc import Sequence
 
+import numpy as np
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PARENTHESES = re.compile(r"\([^)]*\)")
 FALLBACKS = ("first", "new")
@@ -88,3 +90,26 @@ class FuzzyMatcher:
             return self._index[answer]
         errors = [word_error_rate(answer, label) for label in candidates]
         return self._index[candidates[errors.index(min(errors))]]
+
+
+def semantic_clusters(answers: Sequence[str], embed, threshold: float = 0.9) -> list[int]:
+    """Cluster ids of `answers` by meaning (the semantic-entropy baseline's grouping, with sentence
+    embeddings in place of an entailment model): in order, an answer joins the first cluster whose first
+    member has cosine similarity >= `threshold` with it, else starts a new one. `embed(texts) -> [n, d]`."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    answers = list(answers)
+    if not answers:
+        return []
+    vectors = np.asarray(embed(answers), np.float64)
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    heads, ids = [], []
+    for i in range(len(answers)):
+        for c, h in enumerate(heads):
+            if vectors[i] @ vectors[h] >= threshold:
+                ids.append(c)
+                break
+        else:
+            heads.append(i)
+            ids.append(len(heads) - 1)
+    return ids

@@ -61,6 +61,12 @@ class PipelineSettings:
             raise ValueError(f"PipelineSettings.shots must be >= 0, got {self.shots}")
 
 
+def _compiles_per_batch_shape(llm) -> bool:
+    """Whether the backend compiles one program per batch size (the local Flax model does; a server not)."""
+    from jaxml.llm.local import LocalLLM
+    return isinstance(llm, LocalLLM)
+
+
 class GenerationCache:
     """Generated texts on disk (JSON lines), keyed by the request; appended and flushed as they come."""
 
@@ -93,8 +99,11 @@ class GenerationCache:
         missing = sorted({k: i for i, k in enumerate(keys) if k not in self.texts}.values())
         for start in range(0, len(missing), batch):
             chunk = missing[start:start + batch]
-            texts = llm.generate_text([prompts[i] for i in chunk], max_new_tokens=max_new_tokens, chat=chat,
-                                      seed=seed, temperature=temperature)
+            batch_prompts = [prompts[i] for i in chunk]
+            if _compiles_per_batch_shape(llm):       # pad to a multiple of 8 rows: few shapes, little waste
+                batch_prompts += batch_prompts[-1:] * (-len(chunk) % 8)
+            texts = llm.generate_text(batch_prompts, max_new_tokens=max_new_tokens, chat=chat, seed=seed,
+                                      temperature=temperature)[:len(chunk)]
             self._write([(keys[i], t) for i, t in zip(chunk, texts)])
             progress.log(f"{what}: {min(start + batch, len(missing))}/{len(missing)} generated (seed {seed})")
         return [self.texts[k] for k in keys]

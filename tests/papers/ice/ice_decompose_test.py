@@ -103,3 +103,23 @@ def test_auroc_best_f1_and_bootstrap_by_hand():
     value, lo, hi = ice.bootstrap_ci(ice.auroc, labels, scores, samples=200)
     assert value == pytest.approx(8.5 / 9) and lo <= value <= hi <= 1.0
     assert math.isfinite(lo)
+
+
+def test_baselines_by_hand():
+    from jaxml.papers.ice import baselines
+
+    assert baselines.predictive_entropy(["Paris", "paris.", "Lyon", "the Lyon"]) == pytest.approx(1.0, abs=1e-6)
+    assert baselines.predictive_entropy(["a", "b", "c", "d"]) == pytest.approx(2.0, abs=1e-6)
+    table = {"paris": [1.0, 0.0], "paris france": [0.95, 0.31], "lyon": [0.0, 1.0]}
+    embed = lambda texts: np.array([table[t] for t in texts])  # noqa: E731
+    # paris and "paris france" share a cluster (cosine 0.95), lyon is alone: H(2/3, 1/3)
+    assert baselines.cluster_entropy(["Paris", "Paris, France", "Lyon"], embed) == pytest.approx(h2([2, 1]), abs=1e-6)
+
+    class Fixed:
+        def logprobs(self, prompts, continuations):
+            return [np.array([-0.5]) if c == " Yes" else np.array([-1.5, -0.25]) for c in continuations]
+
+    scores = baselines.self_reported_ambiguity(Fixed(), ice.ambiguous_instructions(0, 1)[:2])
+    np.testing.assert_allclose(scores, [-0.5 + 1.75] * 2)
+    with pytest.raises(ValueError, match="no answers"):
+        baselines.predictive_entropy([])

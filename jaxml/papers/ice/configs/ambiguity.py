@@ -1,0 +1,37 @@
+"""Ambiguity detection on the AmbigInst-style set (experiment `ice/ambiguity`).
+
+Runbook:
+    python scripts/run.py --config=jaxml/papers/ice/configs/ambiguity.py --workdir=/tmp/ice_ambiguity
+    python scripts/run.py --config=jaxml/papers/ice/configs/ambiguity.py:quick,base_url=http://localhost:8000/v1,model=NAME \
+        --workdir=/tmp/ice_server          # any OpenAI-compatible server instead of the local model
+    (2 CPU cores, SmolLM2-135M-Instruct; full: 4 families x 25 ambiguous + 25 unambiguous = 200 inputs,
+    up to 5 clarifications x 10 answers (the paper's counts); not run yet on this machine (prefill-bound:
+    about 10^4 prompt evaluations of up to 500 tokens at ~250 tokens/s). Quick: 16 inputs, 2
+    clarifications x 2 answers, one in-context example (mechanics, not statistics: its CIs are wide).
+    Tiny: 4 inputs, 2 x 2, no MiniLM, no self-report.) Generations are cached in the workdir: a killed run resumes.
+Metric: AUROC and best F1 (thresholds 0.01-0.99) of each score for the ambiguity label, 95% bootstrap CIs.
+Paper: ICE's data uncertainty detects ambiguity (AmbigInst/AmbigQA, gpt-3.5/GPT-4; tables not available to us).
+"""
+
+from jaxml.core.config import by_scale, experiment_config
+
+
+def get_config(arg=None):
+    c, scale = experiment_config("ice/ambiguity", arg, base_url="", model="")
+    c.scale = scale
+    c.model_label = f"{c.model} via {c.base_url}" if c.base_url else "SmolLM2-135M-Instruct (local)"
+    c.families = by_scale(scale, tiny=("unit", "round"), quick=("order", "unit", "first", "round"),
+                          full=("order", "unit", "first", "round"))
+    c.per_family = by_scale(scale, tiny=1, quick=2, full=25)
+    c.max_clarifications = by_scale(scale, tiny=2, quick=2, full=5)
+    c.samples = by_scale(scale, tiny=2, quick=2, full=10)
+    c.clarify_samples = by_scale(scale, tiny=1, quick=1, full=2)
+    c.clarify_tokens = by_scale(scale, tiny=16, quick=24, full=96)
+    c.answer_tokens = by_scale(scale, tiny=6, quick=8, full=24)
+    c.shots = by_scale(scale, tiny=1, quick=1, full=4)
+    c.batch_size = 64
+    c.prompt_bucket = 64      # prompts padded to a multiple of 64 tokens: one compiled decoder for most batches
+    c.minilm = by_scale(scale, tiny=False, quick=True, full=True)
+    c.self_report = by_scale(scale, tiny=False, quick=True, full=True)
+    c.bootstrap = by_scale(scale, tiny=50, quick=500, full=1000)
+    return c
