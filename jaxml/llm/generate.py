@@ -145,19 +145,22 @@ def _check_tokens(prompts, vocab_size: int) -> None:
 
 @functools.lru_cache(maxsize=32)
 def _decoder(model: Llama, max_new: int, options: SamplingOptions, stop_ids: tuple[int, ...], pad_id: int,
-             processor: LogitsProcessor | None, use_cache: bool):
+             processor: LogitsProcessor | None, use_cache: bool, samples: int = 1):
     """The jitted `(params, prompt, valid, key) -> (tokens, done, steps)` program for these statics."""
     def run(params, prompt, valid, key):
         # `_decode_program` is looked up when jit traces `run` (tests count the traces).
         return _decode_program(model, max_new, options, stop_ids, pad_id, processor, use_cache,
-                               params, prompt, valid, key)
+                               params, prompt, valid, key, samples)
 
     return jax.jit(run)
 
 
 def _decode_program(model: Llama, max_new: int, options: SamplingOptions, stop_ids: tuple[int, ...],
-                    pad_id: int, processor: LogitsProcessor | None, use_cache: bool, params, prompt, valid, key):
-    """Prefill, then a `lax.while_loop` of decode steps (traced once per compiled program)."""
+                    pad_id: int, processor: LogitsProcessor | None, use_cache: bool, params, prompt, valid, key,
+                    samples: int = 1):
+    """Prefill, then a `lax.while_loop` of decode steps (traced once per compiled program). With
+    `samples` > 1 every prompt's prefill (logits and KV cache) is repeated `samples` times after it is
+    computed once, and the rows decode independently (prompt-major order)."""
     config = model.config
     stops = jnp.asarray(stop_ids if stop_ids else (-1,), jnp.int32)
     batch, plen = prompt.shape
@@ -170,6 +173,12 @@ def _decode_program(model: Llama, max_new: int, options: SamplingOptions, stop_i
         logits, cache = model.apply({"params": params}, prompt, positions, key_valid=key_valid,
                                     cache=cache, cache_index=0)
         buffer = None
+        if samples > 1:
+            repeat = functools.partial(jnp.repeat, repeats=samples, axis=0)
+            logits, cache, key_valid, n_real = repeat(logits), jax.tree.map(repeat, cache), repeat(key_valid), \
+                repeat(n_real)
+            prompt, valid, positions = repeat(prompt), repeat(valid), repeat(positions)
+            batch = batch * samples
     else:  # the recompute baseline: the whole prefix is run again every step
         cache = None
         buffer = jnp.concatenate([prompt, jnp.full((batch, max_new), pad_id, jnp.int32)], axis=1)
@@ -214,7 +223,7 @@ def _decode_program(model: Llama, max_new: int, options: SamplingOptions, stop_i
 def generate(model: Llama, params, prompts: Sequence[Sequence[int]], *, max_new_tokens: int,
              sampling: SamplingOptions | None = None, stop_ids: Sequence[int] = (), pad_id: int = 0,
              key: jax.Array | None = None, logits_processor: LogitsProcessor | None = None,
-             bucket: int = 16, use_cache: bool = True) -> GenerationOutput:
+             bucket: int = 16, use_cache: bool = True, samples_per_prompt: int = 1) -> GenerationOutput:
     """Decodes up to `max_new_tokens` for each prompt (a list of token-id lists).
 
     Args:
@@ -228,12 +237,18 @@ def generate(model: Llama, params, prompts: Sequence[Sequence[int]], *, max_new_
       logits_processor: `(logits, context, step, key) -> logits`, see the module docstring.
       bucket: prompts are padded to a multiple of this length.
       use_cache: False recomputes the whole prefix every step (the benchmark's baseline).
+      samples_per_prompt: rows decoded per prompt from one shared prefill (sampling only makes them
+        differ); the output has `len(prompts) * samples_per_prompt` rows, prompt-major. Needs the cache.
     Raises:
       ValueError: empty prompt, ids outside the vocabulary, or prompt + max_new_tokens longer than
         the model's context.
     """
     if max_new_tokens <= 0:
         raise ValueError(f"max_new_tokens={max_new_tokens} must be positive")
+    if isinstance(samples_per_prompt, bool) or not isinstance(samples_per_prompt, int) or samples_per_prompt < 1:
+        raise ValueError(f"samples_per_prompt={samples_per_prompt!r} must be an int >= 1")
+    if samples_per_prompt > 1 and not use_cache:
+        raise ValueError("samples_per_prompt > 1 shares the prefill's KV cache: it needs use_cache=True")
     sampling = sampling or SamplingOptions()
     if not isinstance(sampling, SamplingOptions):
         raise TypeError(f"sampling must be a SamplingOptions, got {type(sampling).__name__}")
@@ -248,7 +263,7 @@ def generate(model: Llama, params, prompts: Sequence[Sequence[int]], *, max_new_
         tokens, valid = left_pad(prompts, pad_id, 1)
     key = jax.random.PRNGKey(0) if key is None else key
     run = _decoder(model, int(max_new_tokens), sampling, tuple(int(s) for s in stop_ids), int(pad_id),
-                   logits_processor, bool(use_cache))
+                   logits_processor, bool(use_cache), int(samples_per_prompt))
     out, done, steps = jax.device_get(run(params, tokens, valid, key))
     stop_set = np.asarray(sorted(set(stop_ids)) or [-1])
     is_stop = np.isin(out, stop_set)

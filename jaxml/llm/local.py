@@ -45,20 +45,27 @@ class LocalLLM:
         return self.tokenizer.encode(prompt)
 
     def generate_text(self, prompts: Sequence[str], *, max_new_tokens: int, chat: bool = False,
-                      stop: Sequence[str] = (), seed: int = 0, logits_processor=None, **sampling) -> list[str]:
+                      stop: Sequence[str] = (), seed: int = 0, logits_processor=None, samples_per_prompt: int = 1,
+                      **sampling) -> list[str]:
         """Continuations of each prompt (see `jaxml.llm.base.LLM`); generation ends at the
-        tokenizer's stop tokens, and the text is cut at the first of `stop`."""
+        tokenizer's stop tokens, and the text is cut at the first of `stop`.
+
+        `samples_per_prompt` > 1: that many continuations per prompt from one shared prefill
+        (`generate`'s option; an extension of the protocol), `len(prompts) * samples_per_prompt`
+        texts, prompt-major; at most `batch_size` rows decode together."""
         prompts = check_texts("prompts", prompts)
         stop = check_texts("stop", stop)
         options = SamplingOptions.from_kwargs(**sampling)
         key = jax.random.PRNGKey(seed)
         texts = []
-        for start in range(0, len(prompts), self.batch_size):
-            batch = [self.encode_prompt(p, chat) for p in prompts[start:start + self.batch_size]]
+        per_batch = max(1, self.batch_size // max(1, int(samples_per_prompt)))
+        for start in range(0, len(prompts), per_batch):
+            batch = [self.encode_prompt(p, chat) for p in prompts[start:start + per_batch]]
             out = generate_lib.generate(
                 self.model, self.params, batch, max_new_tokens=max_new_tokens, sampling=options,
                 stop_ids=self.tokenizer.stop_ids, pad_id=self.tokenizer.pad_id,
-                key=jax.random.fold_in(key, start), logits_processor=logits_processor, bucket=self.prompt_bucket)
+                key=jax.random.fold_in(key, start), logits_processor=logits_processor, bucket=self.prompt_bucket,
+                samples_per_prompt=samples_per_prompt)
             texts += [self.tokenizer.decode(seq) for seq in out.sequences()]
         return [cut_at_stop(t, stop) for t in texts]
 

@@ -311,3 +311,22 @@ def test_generate_applies_the_filter_order(tiny):
     assert (out["after_processor"] == boosted).all()
     with pytest.raises(ValueError, match="filter_order"):
         SamplingOptions(filter_order="sideways")
+
+
+def test_samples_per_prompt_share_the_prefill(tiny):
+    model, params = tiny
+    prompts = [[5, 6, 7], [1, 2, 3, 4, 9]]
+    single = gen.generate(model, params, prompts, max_new_tokens=6)                  # greedy
+    shared = gen.generate(model, params, prompts, max_new_tokens=6, samples_per_prompt=3)
+    np.testing.assert_array_equal(shared.tokens, np.repeat(single.tokens, 3, axis=0))   # prompt-major copies
+    # Sampled rows: the first token's frequencies over 3000 rows follow softmax(prefill logits / T).
+    opts = SamplingOptions(temperature=2.0)
+    many = gen.generate(model, params, [[5, 6, 7]], max_new_tokens=1, sampling=opts, samples_per_prompt=3000,
+                        key=jax.random.PRNGKey(3))
+    p = np.asarray(jax.nn.softmax(_full_logits(model, params, [5, 6, 7])[-1] / 2.0))
+    freq = np.bincount(many.tokens[:, 0], minlength=p.size) / 3000
+    assert np.abs(freq - p).max() < 4 * np.sqrt(p.max() * (1 - p.max()) / 3000) + 1e-3
+    with pytest.raises(ValueError, match="samples_per_prompt=0"):
+        gen.generate(model, params, prompts, max_new_tokens=2, samples_per_prompt=0)
+    with pytest.raises(ValueError, match="needs use_cache=True"):
+        gen.generate(model, params, prompts, max_new_tokens=2, samples_per_prompt=2, use_cache=False)

@@ -12,8 +12,9 @@ Steps (the reference code's `tools/generate_clarification.py` and `forward.py`):
    de-duplicated and cut to `max_clarifications`; "No clarification needed" or nothing usable: the
    original instruction is the only clarification. `oracle=True` uses the data's ground-truth
    clarifications instead.
-2. answering: `samples` answers per clarified input at `answer_temperature`, sample i with seed
-   `seed + i` (so repeated prompts differ on every backend), cut at the first line.
+2. answering: `samples` answers per clarified input at `answer_temperature`, cut at the first line.
+   On the local model they come from one shared prefill per prompt (`samples_per_prompt`); on other
+   backends sample i is a request with seed `seed + 1000 + i` (so repeated prompts differ everywhere).
 3. `decompose_answers` on the answers (bits).
 A `GenerationCache` (JSON lines, one record per generation, flushed as written) keys each text by
 (prompt, chat, seed, max_new_tokens, temperature); a rerun generates only what is missing.
@@ -67,6 +68,12 @@ def _compiles_per_batch_shape(llm) -> bool:
     return isinstance(llm, LocalLLM)
 
 
+def _samples_from_one_prefill(llm) -> bool:
+    """Whether the backend's generate_text takes `samples_per_prompt` (several samples, one prefill)."""
+    import inspect
+    return "samples_per_prompt" in inspect.signature(llm.generate_text).parameters
+
+
 class GenerationCache:
     """Generated texts on disk (JSON lines), keyed by the request; appended and flushed as they come."""
 
@@ -107,6 +114,33 @@ class GenerationCache:
             self._write([(keys[i], t) for i, t in zip(chunk, texts)])
             progress.log(f"{what}: {min(start + batch, len(missing))}/{len(missing)} generated (seed {seed})")
         return [self.texts[k] for k in keys]
+
+    def generate_samples(self, llm, prompts: Sequence[str], samples: int, *, chat: bool, seed: int,
+                         max_new_tokens: int, temperature: float, batch: int = 64,
+                         what: str = "generations") -> list[list[str]]:
+        """`samples` texts per prompt, `[sample][prompt]`; sample i is keyed by seed `seed + i`.
+
+        A backend that decodes several samples from one prefill (`LocalLLM`'s `samples_per_prompt`)
+        gets one call per batch of prompts missing any sample; others get one call per sample seed."""
+        if not _samples_from_one_prefill(llm):
+            return [self.generate(llm, prompts, chat=chat, seed=seed + i, max_new_tokens=max_new_tokens,
+                                  temperature=temperature, batch=batch, what=what) for i in range(samples)]
+        keys = [[self.key(p, chat=chat, seed=seed + i, max_new_tokens=max_new_tokens, temperature=temperature)
+                 for p in prompts] for i in range(samples)]
+        missing = sorted({prompts[j]: j for j in range(len(prompts))
+                          if any(keys[i][j] not in self.texts for i in range(samples))}.values())
+        per_call = max(1, batch // samples)
+        for start in range(0, len(missing), per_call):
+            chunk = missing[start:start + per_call]
+            batch_prompts = [prompts[j] for j in chunk]
+            if _compiles_per_batch_shape(llm):
+                batch_prompts += batch_prompts[-1:] * (-len(chunk) % max(1, 8 // samples))
+            texts = llm.generate_text(batch_prompts, max_new_tokens=max_new_tokens, chat=chat, seed=seed,
+                                      temperature=temperature, samples_per_prompt=samples)
+            self._write([(keys[i][j], texts[r * samples + i]) for r, j in enumerate(chunk) for i in range(samples)])
+            progress.log(f"{what}: {min(start + per_call, len(missing))}/{len(missing)} prompts x {samples} samples "
+                         f"generated (one prefill each)")
+        return [[self.texts[k] for k in row] for row in keys]
 
     def _write(self, records):
         for k, t in records:
@@ -221,10 +255,9 @@ def answer(llm, examples: Sequence[AmbigExample], clarifications: Sequence[Seque
     flat = [(i, k, answer_prompt(c, e.input)) for i, (e, cs) in enumerate(zip(examples, clarifications))
             for k, c in enumerate(cs)]
     prompts = [p for _, _, p in flat]
-    per_sample = [cache.generate(llm, prompts, chat=settings.chat, seed=settings.seed + 1000 + s,
-                                 max_new_tokens=settings.answer_tokens, temperature=settings.answer_temperature,
-                                 what="answers")
-                  for s in range(settings.samples)]
+    per_sample = cache.generate_samples(llm, prompts, settings.samples, chat=settings.chat, seed=settings.seed + 1000,
+                                        max_new_tokens=settings.answer_tokens,
+                                        temperature=settings.answer_temperature, what="answers")
     out = [[[] for _ in cs] for cs in clarifications]
     for j, (i, k, _) in enumerate(flat):
         out[i][k] = [first_line(texts[j]) for texts in per_sample]

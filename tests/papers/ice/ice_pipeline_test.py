@@ -64,6 +64,30 @@ def test_pipeline_clarifies_answers_and_decomposes(tmp_path):
     assert llm.calls == 2 + 4
 
 
+class SharedPrefillLLM(ScriptedLLM):
+    """The same answers, but several samples per prompt in one call (as LocalLLM's samples_per_prompt)."""
+
+    def generate_text(self, prompts, *, max_new_tokens, chat=False, stop=(), seed=0, samples_per_prompt=1,
+                      **sampling):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("killed")
+        return [self._one(p, seed + i) for p in prompts for i in range(samples_per_prompt)]
+
+
+def test_shared_prefill_backends_get_one_call_per_batch_and_the_same_answers(tmp_path):
+    settings = pipeline.PipelineSettings(samples=4, clarify_samples=2, shots=2)
+    pool = data.ambiguous_instructions(9, 2)
+    shared = SharedPrefillLLM()
+    a = pipeline.run(shared, _examples(), settings, tmp_path / "a.jsonl", shot_pool=pool)
+    b = pipeline.run(ScriptedLLM(), _examples(), settings, tmp_path / "b.jsonl", shot_pool=pool)
+    assert [r.answers for r in a] == [r.answers for r in b]        # sample i at seed + 1000 + i on both paths
+    assert shared.calls == 2 + 1                                   # 2 clarification seeds, 1 answer call
+    again = SharedPrefillLLM()
+    pipeline.run(again, _examples(), settings, tmp_path / "a.jsonl", shot_pool=pool)
+    assert again.calls == 0                                        # everything cached
+
+
 def test_a_killed_run_resumes_from_the_cache(tmp_path):
     cache = tmp_path / "gen.jsonl"
     settings = pipeline.PipelineSettings(samples=3, clarify_samples=1, shots=0)

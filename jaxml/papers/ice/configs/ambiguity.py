@@ -26,9 +26,9 @@ def get_config(arg=None):
     c.max_clarifications = by_scale(scale, tiny=2, quick=2, full=5)
     c.samples = by_scale(scale, tiny=2, quick=2, full=10)
     c.clarify_samples = by_scale(scale, tiny=1, quick=1, full=2)
-    c.clarify_tokens = by_scale(scale, tiny=16, quick=24, full=96)
+    c.clarify_tokens = by_scale(scale, tiny=16, quick=24, full=64)
     c.answer_tokens = by_scale(scale, tiny=6, quick=8, full=24)
-    c.shots = by_scale(scale, tiny=1, quick=1, full=4)
+    c.shots = by_scale(scale, tiny=1, quick=1, full=3)
     c.batch_size = 64
     c.prompt_bucket = 64      # prompts padded to a multiple of 64 tokens: one compiled decoder for most batches
     c.minilm = by_scale(scale, tiny=False, quick=True, full=True)
