@@ -2,16 +2,16 @@
 uncertainty into data (aleatoric: the input is ambiguous) and model (epistemic) parts, by ensembling the
 answers to clarified rewrites of the input.
 
-Built so far (issue 18, in progress): the decomposition with the reference code's special cases,
-answer clustering, the detection metrics and the AmbigInst-style data with the official loaders. The
-clarification pipeline over `jaxml.llm` and the experiments come next; see jaxml/papers/ice/README.md.
+Modules: `decompose` (the decomposition, batched and jitted), `clustering`, `pipeline` (clarify, answer,
+decompose over any `jaxml.llm` backend, resumable), `baselines`, `data` (AmbigInst-style set, official
+loaders), `metrics`, `experiments`; results in jaxml/papers/ice/README.md.
 
     from jaxml.papers import ice
     d = ice.decompose_answers([["paris"] * 10, ["lyon"] * 10])    # two readings, two confident answers
     float(d.total), float(d.data), float(d.model)                  # 1.0 bit, all of it data uncertainty
 """
 
-from jaxml.papers.ice import experiments  # noqa: F401  (registers the experiments)
+from jaxml.papers.ice import experiments, pipeline  # noqa: F401  (registers the experiments)
 from jaxml.papers.ice.clustering import (FuzzyMatcher, answer_labels, normalize_answer, semantic_clusters,
                                         word_error_rate)
 from jaxml.papers.ice.data import (FAMILIES, AmbigExample, ambiguous_instructions, load_ambigqa, load_ambiginst,
