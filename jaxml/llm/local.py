@@ -24,6 +24,10 @@ class LocalLLM:
       batch_size: prompts decoded together.
       prompt_bucket: prompts are left-padded to a multiple of this many tokens; one compiled decoding
         program serves every batch of the same size whose prompts fit the same multiple.
+      row_multiple: each batch is filled up to a multiple of this many rows (copies of its last prompt,
+        dropped from the result; with several samples per prompt, a multiple of row_multiple // samples
+        prompts), so that batches of varied sizes share compiled programs; 1 (the default) decodes
+        exactly the given rows.
     """
 
     model: Llama
@@ -31,6 +35,13 @@ class LocalLLM:
     tokenizer: Tokenizer
     batch_size: int = 8
     prompt_bucket: int = 16
+    row_multiple: int = 1
+
+    def __post_init__(self):
+        for name in ("batch_size", "prompt_bucket", "row_multiple"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"LocalLLM.{name}={value!r} must be an int >= 1")
 
     @classmethod
     def smollm2(cls, **kwargs) -> "LocalLLM":
@@ -61,12 +72,14 @@ class LocalLLM:
         per_batch = max(1, self.batch_size // max(1, int(samples_per_prompt)))
         for start in range(0, len(prompts), per_batch):
             batch = [self.encode_prompt(p, chat) for p in prompts[start:start + per_batch]]
+            real = len(batch)
+            batch += batch[-1:] * (-real % max(1, self.row_multiple // samples_per_prompt))
             out = generate_lib.generate(
                 self.model, self.params, batch, max_new_tokens=max_new_tokens, sampling=options,
                 stop_ids=self.tokenizer.stop_ids, pad_id=self.tokenizer.pad_id,
                 key=jax.random.fold_in(key, start), logits_processor=logits_processor, bucket=self.prompt_bucket,
                 samples_per_prompt=samples_per_prompt)
-            texts += [self.tokenizer.decode(seq) for seq in out.sequences()]
+            texts += [self.tokenizer.decode(seq) for seq in out.sequences()[:real * samples_per_prompt]]
         return [cut_at_stop(t, stop) for t in texts]
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[np.ndarray]:

@@ -1,7 +1,9 @@
 """The LLM protocol over the real SmolLM2-135M-Instruct.
 
 Every generation here asks for 16 new tokens from prompts padded to 64 tokens, so the tests share
-two compiled decoding programs (batch 1 and batch 2)."""
+compiled decoding programs for batches of 1, 2 and 4 rows."""
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -32,6 +34,8 @@ def test_batched_generation_equals_one_at_a_time(llm):
     alone = [llm.generate_text([p], max_new_tokens=NEW)[0] for p in prompts]
     assert together == alone
     assert len(together) == 2 and not any(t.startswith(p) for t, p in zip(together, prompts))   # no prompt echo
+    padded = dataclasses.replace(llm, row_multiple=4)          # filler rows are decoded and dropped
+    assert padded.generate_text(prompts, max_new_tokens=NEW) == together
 
 
 def test_stop_strings_cut_the_text(llm):
@@ -62,3 +66,18 @@ def test_bad_inputs(llm):
         llm.generate_text(["word " * 8200], max_new_tokens=2)
     with pytest.raises(ValueError, match="2 prompts but 1 continuations"):
         llm.logprobs(["a", "b"], ["c"])
+
+
+def test_make_llm_specs_and_row_padding_options():
+    from jaxml.llm.backends import make_llm
+    from jaxml.llm.local import LocalLLM
+    from jaxml.llm.openai_http import OpenAICompatibleLLM
+
+    http = make_llm("http://localhost:8000/v1", model="big")
+    assert isinstance(http, OpenAICompatibleLLM) and http.model == "big"
+    with pytest.raises(ValueError, match="needs model="):
+        make_llm("http://localhost:8000/v1")
+    with pytest.raises(ValueError, match="accepted 'smollm2'"):
+        make_llm("gpt")
+    with pytest.raises(ValueError, match="row_multiple=0 must be an int >= 1"):
+        LocalLLM(None, {}, None, row_multiple=0)

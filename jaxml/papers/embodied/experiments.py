@@ -22,7 +22,7 @@ from jaxml.core.benchmark import call_seconds
 from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
 from jaxml.core.mesh import make_mesh
 from jaxml.papers.embodied import envs, metrics as em
-from jaxml.papers.embodied.agent import AgentSettings, run_population
+from jaxml.papers.embodied.agent import AgentSettings, run_population, run_trial
 from jaxml.papers.embodied.memory import LearningSettings
 from jaxml.papers.embodied.model import broadcast_model
 
@@ -67,7 +67,6 @@ def _tmaze_keep(models, episodes):
 
 def _tmaze_trace(model, env, settings, key):
     """One agent's beliefs and policy posterior over a trial (for the figure)."""
-    from jaxml.papers.embodied.agent import run_trial
     ep = run_trial(model, env, settings, key, 3)
     return np.asarray(ep.qs[1]), np.asarray(ep.q_pi), np.asarray(ep.states)
 

@@ -12,6 +12,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
+from jaxml.llm.backends import make_llm  # noqa: F401  (re-exported: euclid.make_llm)
 from jaxml.papers.euclid import book
 from jaxml.papers.euclid import equivalence as eq
 from jaxml.papers.euclid import metrics as M
@@ -116,17 +117,3 @@ class ScriptedLLM:
 
     def logprobs(self, prompts, continuations):
         raise TypeError("ScriptedLLM only generates text; it has no log-probabilities")
-
-
-def make_llm(spec: str, *, model: str = "", batch_size: int = 8):
-    """'smollm2' (the local SmolLM2), or an OpenAI-compatible base URL ('http://host:8000/v1')
-    with `model` the served model's name."""
-    if spec == "smollm2":
-        from jaxml.llm.local import LocalLLM
-        return LocalLLM.smollm2(batch_size=batch_size)
-    if spec.startswith(("http://", "https://")):
-        from jaxml.llm.openai_http import OpenAICompatibleLLM
-        if not model:
-            raise ValueError("an HTTP backend needs model=<the served model's name>")
-        return OpenAICompatibleLLM(spec, model)
-    raise ValueError(f"llm={spec!r}: accepted 'smollm2' or an http(s):// URL of an OpenAI-compatible server")

@@ -52,6 +52,16 @@ class AmbigExample:
                              f"and {len(self.targets)} targets for {self.instruction!r}")
 
 
+def _example(rng, ambiguous, vague: str, template: str, text: str, readings: dict):
+    """(instruction, clarifications, input, targets) of one family member: the `vague` instruction with
+    `template` filled by each reading, or (unambiguous) `template` filled by one reading drawn at random."""
+    if ambiguous:
+        return vague, tuple(template.format(r) for r in readings), text, tuple(readings.values())
+    r = str(rng.choice(list(readings)))
+    instruction = template.format(r)
+    return instruction, (instruction,), text, (readings[r],)
+
+
 def _order(rng, ambiguous):
     while True:
         inst, clar, table, targets = _order_once(rng, ambiguous)
@@ -67,12 +77,8 @@ def _order_once(rng, ambiguous):
     rows = [f"{n}, {keys['size'][1][i]}cm, {keys['weight'][1][i]}kg, ${keys['price'][1][i]}" for i, n in enumerate(names)]
     table = "Name, size, weight, price\n" + "\n".join(rows)
     targets = {k: ", ".join(names[j] for j in np.argsort(v)) for k, (_, v) in keys.items()}
-    if ambiguous:
-        return ("List the items in ascending order.",
-                tuple(f"List the items in ascending order of {k}." for k in targets), table, tuple(targets.values()))
-    k = str(rng.choice(list(targets)))
-    inst = f"List the items in ascending order of {k}."
-    return inst, (inst,), table, (targets[k],)
+    return _example(rng, ambiguous, "List the items in ascending order.", "List the items in ascending order of {}.",
+                    table, targets)
 
 
 def _unit(rng, ambiguous):
@@ -81,13 +87,8 @@ def _unit(rng, ambiguous):
     centimetres = round(feet * 30.48, 1)
     text = f"A rope is {feet} feet long."
     readings = {"metres": f"{metres:g}", "centimetres": f"{centimetres:g}"}
-    if ambiguous:
-        return ("How long is the rope in metric units? Answer with a number only.",
-                tuple(f"How long is the rope in {u}? Answer with a number only." for u in readings), text,
-                tuple(readings.values()))
-    u = str(rng.choice(list(readings)))
-    inst = f"How long is the rope in {u}? Answer with a number only."
-    return inst, (inst,), text, (readings[u],)
+    return _example(rng, ambiguous, "How long is the rope in metric units? Answer with a number only.",
+                    "How long is the rope in {}? Answer with a number only.", text, readings)
 
 
 def _first(rng, ambiguous):
@@ -97,12 +98,8 @@ def _first(rng, ambiguous):
             break
     text = ", ".join(words)
     readings = {"first in the list as written": words[0], "first in alphabetical order": min(words)}
-    if ambiguous:
-        return ("Which of these words comes first?",
-                tuple(f"Which of these words comes {r}?" for r in readings), text, tuple(readings.values()))
-    r = str(rng.choice(list(readings)))
-    inst = f"Which of these words comes {r}?"
-    return inst, (inst,), text, (readings[r],)
+    return _example(rng, ambiguous, "Which of these words comes first?", "Which of these words comes {}?", text,
+                    readings)
 
 
 def _round(rng, ambiguous):
@@ -114,11 +111,7 @@ def _round(rng, ambiguous):
         if len(set(readings.values())) == 3 and hundredths not in (0, 5):     # no ties, no trailing zero
             break
     text = f"The number is {x:.2f}."
-    if ambiguous:
-        return ("Round the number.", tuple(f"Round the number {r}." for r in readings), text, tuple(readings.values()))
-    r = str(rng.choice(list(readings)))
-    inst = f"Round the number {r}."
-    return inst, (inst,), text, (readings[r],)
+    return _example(rng, ambiguous, "Round the number.", "Round the number {}.", text, readings)
 
 
 _MAKERS = {"order": _order, "unit": _unit, "first": _first, "round": _round}

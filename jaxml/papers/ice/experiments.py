@@ -25,16 +25,17 @@ import numpy as np
 from jaxml import progress
 from jaxml.core import registry
 from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.llm.backends import make_llm
 from jaxml.papers.ice import data, metrics as im, pipeline
 from jaxml.papers.ice.baselines import cluster_entropy, predictive_entropy, self_reported_ambiguity
 from jaxml.papers.ice.clustering import normalize_answer
 
+
 def _llm(config):
-    if config.base_url:
-        from jaxml.llm.openai_http import OpenAICompatibleLLM
-        return OpenAICompatibleLLM(config.base_url, config.model)
-    from jaxml.llm.local import LocalLLM
-    return LocalLLM.smollm2(batch_size=config.batch_size, prompt_bucket=config.prompt_bucket)
+    """The local SmolLM2 (rows padded to multiples of 8 and prompts to `prompt_bucket` tokens: few compiled
+    decoders for the pipeline's varied batches) or the OpenAI-compatible server of `config.base_url`."""
+    return make_llm(config.base_url or "smollm2", model=config.model, batch_size=config.batch_size,
+                    **({} if config.base_url else dict(prompt_bucket=config.prompt_bucket, row_multiple=8)))
 
 
 def _f1(labels, scores):

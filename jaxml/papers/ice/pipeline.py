@@ -62,12 +62,6 @@ class PipelineSettings:
             raise ValueError(f"PipelineSettings.shots must be >= 0, got {self.shots}")
 
 
-def _compiles_per_batch_shape(llm) -> bool:
-    """Whether the backend compiles one program per batch size (the local Flax model does; a server not)."""
-    from jaxml.llm.local import LocalLLM
-    return isinstance(llm, LocalLLM)
-
-
 def _samples_from_one_prefill(llm) -> bool:
     """Whether the backend's generate_text takes `samples_per_prompt` (several samples, one prefill)."""
     import inspect
@@ -106,11 +100,8 @@ class GenerationCache:
         missing = sorted({k: i for i, k in enumerate(keys) if k not in self.texts}.values())
         for start in range(0, len(missing), batch):
             chunk = missing[start:start + batch]
-            batch_prompts = [prompts[i] for i in chunk]
-            if _compiles_per_batch_shape(llm):       # pad to a multiple of 8 rows: few shapes, little waste
-                batch_prompts += batch_prompts[-1:] * (-len(chunk) % 8)
-            texts = llm.generate_text(batch_prompts, max_new_tokens=max_new_tokens, chat=chat, seed=seed,
-                                      temperature=temperature)[:len(chunk)]
+            texts = llm.generate_text([prompts[i] for i in chunk], max_new_tokens=max_new_tokens, chat=chat,
+                                      seed=seed, temperature=temperature)
             self._write([(keys[i], t) for i, t in zip(chunk, texts)])
             progress.log(f"{what}: {min(start + batch, len(missing))}/{len(missing)} generated (seed {seed})")
         return [self.texts[k] for k in keys]
@@ -132,10 +123,7 @@ class GenerationCache:
         per_call = max(1, batch // samples)
         for start in range(0, len(missing), per_call):
             chunk = missing[start:start + per_call]
-            batch_prompts = [prompts[j] for j in chunk]
-            if _compiles_per_batch_shape(llm):
-                batch_prompts += batch_prompts[-1:] * (-len(chunk) % max(1, 8 // samples))
-            texts = llm.generate_text(batch_prompts, max_new_tokens=max_new_tokens, chat=chat, seed=seed,
+            texts = llm.generate_text([prompts[j] for j in chunk], max_new_tokens=max_new_tokens, chat=chat, seed=seed,
                                       temperature=temperature, samples_per_prompt=samples)
             self._write([(keys[i][j], texts[r * samples + i]) for r, j in enumerate(chunk) for i in range(samples)])
             progress.log(f"{what}: {min(start + per_call, len(missing))}/{len(missing)} prompts x {samples} samples "
