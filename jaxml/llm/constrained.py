@@ -1,0 +1,176 @@
+"""Grammar-constrained decoding: a character automaton lifted to the tokenizer's vocabulary and applied
+as a logits processor inside the jitted decoding loop, so the model can only write strings the grammar
+accepts.
+
+    dfa = edge_list_dfa(max_id=17)                       # "1 -> 3\n2 -> 3\n", then stop
+    proc = GrammarProcessor(dfa, llm.tokenizer, window=64)
+    texts = llm.generate_text(prompts, max_new_tokens=64, logits_processor=proc)
+
+`token_table(dfa, strings)` runs the automaton over every token's text from every state once
+([states, vocab] next states, -1 where the token would leave the language); the processor finds the
+state reached by the tokens generated so far (a scan over the last `window` context tokens) and sets
+the logits of every token that would leave the language to -inf. Stop tokens are allowed only in
+accepting states, so a finished generation is a complete sentence of the grammar (unless it ran out
+of `max_new_tokens`). Tokens whose text is empty or not valid UTF-8 on its own are never allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CharDFA:
+    """A deterministic automaton over characters; state 0 is the start.
+
+    Attributes:
+      transitions: transitions[state] maps a character to the next state (missing: rejected).
+      accepting: states in which the text so far is a complete sentence.
+    """
+
+    transitions: tuple[dict[str, int], ...]
+    accepting: frozenset[int]
+
+    def __post_init__(self):
+        n = len(self.transitions)
+        for s, row in enumerate(self.transitions):
+            for ch, t in row.items():
+                if len(ch) != 1 or not 0 <= t < n:
+                    raise ValueError(f"CharDFA: state {s} has a bad transition {ch!r} -> {t} ({n} states)")
+        if not set(self.accepting) <= set(range(n)):
+            raise ValueError(f"CharDFA: accepting states {sorted(self.accepting)} outside 0..{n - 1}")
+
+    @property
+    def num_states(self) -> int:
+        return len(self.transitions)
+
+    def run(self, text: str, state: int = 0) -> int | None:
+        """The state after reading `text` from `state`, or None if the text leaves the language."""
+        for ch in text:
+            state = self.transitions[state].get(ch)
+            if state is None:
+                return None
+        return state
+
+    def accepts(self, text: str) -> bool:
+        end = self.run(text)
+        return end is not None and end in self.accepting
+
+
+def edge_list_dfa(max_id: int) -> CharDFA:
+    """Lines "a -> b" (step ids 1..max_id without leading zeros, one space on each side of the arrow),
+    each ended by a newline; zero lines is a sentence too (a plan without constraints)."""
+    if not 1 <= max_id <= 99:
+        raise ValueError(f"max_id={max_id}; accepted 1..99 (one- or two-digit ids)")
+    rows: list[dict[str, int]] = []
+
+    def new() -> int:
+        rows.append({})
+        return len(rows) - 1
+
+    def id_states(after: str, then: int, start: int) -> None:
+        """From `start`, an id in 1..max_id followed by the text `after`, ending in state `then`."""
+        tail = new()                                   # after a complete id
+        state = tail
+        for ch in after[:-1]:
+            nxt = new()
+            rows[state][ch] = nxt
+            state = nxt
+        rows[state][after[-1]] = then
+        for d in range(1, 10):
+            if d > max_id:
+                break
+            one = new()
+            rows[start][str(d)] = one
+            rows[one].update(rows[tail])              # the id may end after one digit
+            for e in range(10):
+                if 10 * d + e <= max_id:
+                    rows[one][str(e)] = tail
+
+    line_start = new()
+    between = new()                                     # after "a -> "
+    id_states(" -> ", between, line_start)
+    id_states("\n", line_start, between)
+    return CharDFA(tuple(rows), frozenset({line_start}))
+
+
+def token_strings(tokenizer) -> list[str]:
+    """The text of every token id on its own ('' for special tokens; tokens that are not valid UTF-8 on
+    their own decode with U+FFFD and are thereby never allowed by an ASCII grammar)."""
+    return [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
+
+
+def token_table(dfa: CharDFA, strings: Sequence[str]) -> np.ndarray:
+    """int32 [num_states, vocab]: the state after token t from state s, -1 if t leaves the language, if its
+    text is empty, or if it leads to a state from which no sequence of these tokens reaches an accepting
+    state (a dead end: the vocabulary cannot finish the sentence there)."""
+    table = np.full((dfa.num_states, len(strings)), -1, np.int32)
+    for s in range(dfa.num_states):
+        firsts = set(dfa.transitions[s])
+        for t, text in enumerate(strings):
+            if text and text[0] in firsts:
+                end = dfa.run(text, s)
+                if end is not None:
+                    table[s, t] = end
+    live = np.zeros(dfa.num_states, bool)
+    live[list(dfa.accepting)] = True
+    while True:   # states that reach an accepting state by tokens
+        grown = live | np.array([bool(live[row[row >= 0]].any()) for row in table])
+        if (grown == live).all():
+            break
+        live = grown
+    table[(table >= 0) & ~live[np.maximum(table, 0)]] = -1
+    return table
+
+
+class GrammarProcessor:
+    """A logits processor (`jaxml.llm.generate`'s `(logits, context, step, key) -> logits`) that keeps
+    generations inside `dfa`'s language.
+
+    Args:
+      dfa: the character automaton.
+      tokenizer: the model's tokenizer (`vocab_size`, `decode`, `stop_ids`).
+      window: the generation's `max_new_tokens` (the processor reads the last `window` context tokens).
+      vocab_size: the logits' width if larger than the tokenizer's vocabulary (padded rows never allowed).
+    One instance is one compiled decoding program: reuse it across calls.
+    """
+
+    def __init__(self, dfa: CharDFA, tokenizer, window: int, vocab_size: int | None = None):
+        if window < 1:
+            raise ValueError(f"window={window} must be >= 1 (the generation's max_new_tokens)")
+        strings = token_strings(tokenizer)
+        width = vocab_size or len(strings)
+        if width < len(strings):
+            raise ValueError(f"vocab_size={width} is smaller than the tokenizer's {len(strings)} tokens")
+        table = np.full((dfa.num_states, width), -1, np.int32)
+        table[:, :len(strings)] = token_table(dfa, strings)
+        self.dfa, self.window = dfa, int(window)
+        self.table = jnp.asarray(table)
+        self.accepting = jnp.asarray([s in dfa.accepting for s in range(dfa.num_states)])
+        self.stop_ids = jnp.asarray(sorted(set(tokenizer.stop_ids)), jnp.int32)
+
+    def state(self, context: jax.Array, step: jax.Array) -> jax.Array:
+        """int32 [batch]: the automaton's state after the `step` generated tokens at the end of `context`
+        ([batch, length]); a token outside the language keeps the state it left (the mask prevents it)."""
+        tokens = context[:, -self.window:]
+        generated = jnp.arange(tokens.shape[1]) >= tokens.shape[1] - step
+
+        def advance(state, xs):
+            tok, is_generated = xs
+            nxt = self.table[state, jnp.clip(tok, 0, self.table.shape[1] - 1)]
+            return jnp.where(is_generated & (nxt >= 0), nxt, state), None
+
+        state0 = jnp.zeros(tokens.shape[0], jnp.int32)
+        return jax.lax.scan(advance, state0, (tokens.T, generated))[0]
+
+    def __call__(self, logits: jax.Array, context: jax.Array, step: jax.Array, key: jax.Array) -> jax.Array:
+        state = self.state(context, step)
+        allowed = self.table[state] >= 0                                   # [batch, vocab]
+        can_stop = self.accepting[state] | ~allowed.any(-1)                # a dead end may only stop
+        allowed = allowed.at[:, self.stop_ids].set(can_stop[:, None])
+        return jnp.where(allowed, logits, -jnp.inf)
