@@ -11,6 +11,7 @@ Multi-word lemmas (with "_") are left out: the estimators that use these lists s
 from __future__ import annotations
 
 import functools
+import re
 
 from jaxml.data import assets
 
@@ -56,3 +57,29 @@ def adjectives(dominant: bool = False, inflected: bool = True) -> frozenset[str]
                     if not dominant or fields[1] in words:
                         words.add(fields[0])
     return frozenset(w.lower() for w in words if w.isalpha() or "-" in w)
+
+
+# Verb lexicographer files (WordNet's lexnames), the domains of the verb synsets in data.verb.
+VERB_DOMAINS = {29: "body", 30: "change", 31: "cognition", 32: "communication", 33: "competition",
+                34: "consumption", 35: "contact", 36: "creation", 37: "emotion", 38: "motion",
+                39: "perception", 40: "possession", 41: "social", 42: "stative", 43: "weather"}
+_OBJECT_PHRASE = re.compile(r"[a-z]+ (?:the|a|an|your|his|her|their|our) [a-z]+(?: [a-z]+)?")
+
+
+@functools.lru_cache(maxsize=None)
+def verb_phrases() -> tuple[tuple[str, str], ...]:
+    """Imperative verb-object phrases quoted in WordNet 3.0's verb glosses, `(domain, phrase)`, in file order,
+    without repeats: ("contact", "pluck the capon"), ("creation", "frame a picture"), ... Only
+    examples of the form "verb determiner noun [noun]" (`the/a/an/your/his/her/their/our`) are kept, so each
+    reads as a step of a how-to ("Frame a picture."). Asset `wordnet-verbs` (data.verb)."""
+    phrases, seen = [], set()
+    with open(assets.path("wordnet-verbs", "usr/share/wordnet", "data.verb"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(" ") or "|" not in line:   # licence header lines start with two spaces
+                continue
+            domain = VERB_DOMAINS.get(int(line.split()[1]))
+            for example in re.findall(r'"([^"]+)"', line.split("|", 1)[1]):
+                if domain and _OBJECT_PHRASE.fullmatch(example) and example not in seen:
+                    seen.add(example)
+                    phrases.append((domain, example))
+    return tuple(phrases)
