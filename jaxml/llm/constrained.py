@@ -62,9 +62,10 @@ class CharDFA:
         return end is not None and end in self.accepting
 
 
-def edge_list_dfa(max_id: int) -> CharDFA:
+def edge_list_dfa(max_id: int, one_edge: bool = False) -> CharDFA:
     """Lines "a -> b" (step ids 1..max_id without leading zeros, one space on each side of the arrow),
-    each ended by a newline; zero lines is a sentence too (a plan without constraints)."""
+    each ended by a newline; zero lines is a sentence too (a plan without constraints). With `one_edge`,
+    exactly one such line."""
     if not 1 <= max_id <= 99:
         raise ValueError(f"max_id={max_id}; accepted 1..99 (one- or two-digit ids)")
     rows: list[dict[str, int]] = []
@@ -94,9 +95,10 @@ def edge_list_dfa(max_id: int) -> CharDFA:
 
     line_start = new()
     between = new()                                     # after "a -> "
+    done = new() if one_edge else line_start            # after a line's newline
     id_states(" -> ", between, line_start)
-    id_states("\n", line_start, between)
-    return CharDFA(tuple(rows), frozenset({line_start}))
+    id_states("\n", done, between)
+    return CharDFA(tuple(rows), frozenset({done}))
 
 
 def token_strings(tokenizer) -> list[str]:

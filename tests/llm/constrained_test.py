@@ -23,6 +23,12 @@ def test_edge_list_language(text, ok):
     assert edge_list_dfa(17).accepts(text) is ok
 
 
+@pytest.mark.parametrize("text,ok", [("1 -> 3\n", True), ("12 -> 3\n", True), ("", False), ("1 -> 3\n2 -> 3\n", False),
+                                     ("1 -> 3", False)])
+def test_one_edge_language(text, ok):
+    assert edge_list_dfa(17, one_edge=True).accepts(text) is ok
+
+
 def test_edge_list_dfa_ids_respect_max_id():
     for max_id in (1, 5, 9, 10, 17, 30, 99):
         dfa = edge_list_dfa(max_id)
