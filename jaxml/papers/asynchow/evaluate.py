@@ -12,8 +12,9 @@ solutions; 'BaG' / 'BaG CoT' ask the model to build a graph first; 'PLaG (...)' 
 BaG) with k-shot CoT illustrations, the paper's method. Every task gets one of the release's ten
 constraint phrasings, drawn from `template_seed` (the same for every method). Two more rows:
 'solver (oracle)' scores our solver's `answer_text` through the same parser (it must be 100%), and
-'LLM graph + solver' (`graph_solver.extract_and_solve`) lets the model write the edges under a grammar
-and computes the answer exactly.
+'LLM graph + solver' (`graph_solver.extract_and_solve`, one edge per constraint sentence; '... (whole
+list)' for the whole edge list at once) lets the model write the edges under a grammar and computes the
+answer exactly.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ METHODS = {
 }
 ORACLE = "solver (oracle)"
 GRAPH_SOLVER = "LLM graph + solver"
+GRAPH_SOLVER_WHOLE = "LLM graph + solver (whole list)"
 
 
 def illustration_plans(text_source: str = "wordnet") -> list[Plan]:
@@ -89,7 +91,8 @@ def run_benchmark(llm, tasks: Sequence, methods: Sequence[str], cache: Generatio
     """One row per (method, task): the response, whether the benchmark's rule scores it correct, and the
     task's plan type and complexity. `tasks` are `release.ReleaseTask`s (real or generated). Greedy
     decoding (the paper's temperature 0); `answer_tokens` new tokens for direct answers, `cot_tokens` for
-    CoT and BaG ones. `graph_solver_mode` ('per_constraint' or 'whole') adds the LLM-graph + solver row."""
+    CoT and BaG ones. `graph_solver_mode` ('per_constraint' or 'whole') adds the LLM-graph + solver row (in
+    'whole' mode the `shots` illustrate the edge list)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; accepted {sorted(METHODS)}")
@@ -107,13 +110,17 @@ def run_benchmark(llm, tasks: Sequence, methods: Sequence[str], cache: Generatio
         progress.log(f"asynchow {method}: accuracy {acc:.3f} on {len(tasks)} tasks")
     if graph_solver_mode:
         questions = [prompts.build_prompt(t.plan, "vanilla", tpl) for t, tpl in zip(tasks, templates)]
-        found = graph_solver.extract_and_solve(llm, questions, cache, mode=graph_solver_mode, batch=2 * batch)
+        whole_shots = [(prompts.build_prompt(s, "vanilla", tpl), s.deps) for s, tpl in
+                       zip(shots, templates_for(len(shots), template_seed + 1))]
+        found = graph_solver.extract_and_solve(llm, questions, cache, mode=graph_solver_mode, batch=2 * batch,
+                                               whole_shots=whole_shots)
         for t, f in zip(tasks, found):
-            row = _row(t, GRAPH_SOLVER, graph_solver.edges_text(f.edges), graph_solver.answer_is_correct(f.answer, t.gold))
+            name = GRAPH_SOLVER if graph_solver_mode == "per_constraint" else GRAPH_SOLVER_WHOLE
+            row = _row(t, name, graph_solver.edges_text(f.edges), graph_solver.answer_is_correct(f.answer, t.gold))
             row.update(parsed_lo=None if f.answer is None else f.answer.lo,
                        parsed_hi=None if f.answer is None else f.answer.hi,
                        edges_exact=set(f.edges) == set(t.plan.deps))
             rows.append(row)
         acc = np.mean([r["correct"] for r in rows[-len(tasks):]])
-        progress.log(f"asynchow {GRAPH_SOLVER}: accuracy {acc:.3f} on {len(tasks)} tasks")
+        progress.log(f"asynchow {rows[-1]['method']}: accuracy {acc:.3f} on {len(tasks)} tasks")
     return rows

@@ -144,10 +144,11 @@ _PROCESSORS: dict = {}
 
 
 def _processor(llm, one_edge: bool, max_new_tokens: int):
-    """The grammar as a logits processor for a local model (None for other backends); one per setting."""
+    """The grammar as a logits processor for a local model (None for other backends); one per tokenizer and
+    setting, so every `LocalLLM` over the same (process-wide) SmolLM2 shares one compiled decoder."""
     if not hasattr(llm, "tokenizer") or not hasattr(llm, "model"):
         return None
-    key = (id(llm), one_edge, max_new_tokens)
+    key = (id(llm.tokenizer), llm.model.config.vocab_size, one_edge, max_new_tokens)
     if key not in _PROCESSORS:
         _PROCESSORS[key] = GrammarProcessor(edge_list_dfa(MAX_STEPS, one_edge=one_edge), llm.tokenizer,
                                             window=max_new_tokens, vocab_size=llm.model.config.vocab_size)
