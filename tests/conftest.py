@@ -67,3 +67,54 @@ def devices8():
         pytest.fail(f"expected 8 fake CPU devices from XLA_FLAGS, got {len(devices)}: was jax imported "
                     "before tests/conftest.py?")
     return devices[:8]
+
+
+class _StubServer:
+    """An OpenAI-compatible server on 127.0.0.1 for tests: every POST's JSON body goes to `answer(path, body)`,
+    whose dict is the JSON reply; `requests` holds (path, body) in arrival order."""
+
+    def __init__(self, answer):
+        import http.server
+        import json
+        import threading
+
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append((self.path, body))
+                data = json.dumps(answer(self.path, body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.requests = []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def openai_stub():
+    """`openai_stub(answer)` starts a `_StubServer` (closed after the test) and returns it: `.url` is its
+    base URL ('http://127.0.0.1:PORT/v1'), `.requests` the (path, body) pairs it received."""
+    servers = []
+
+    def start(answer):
+        servers.append(_StubServer(answer))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()

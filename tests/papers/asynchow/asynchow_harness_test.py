@@ -1,10 +1,7 @@
 """The benchmark harness and the LLM-graph + solver pipeline, with scripted models and a stub
 OpenAI-compatible server on 127.0.0.1."""
 
-import http.server
-import json
 import re
-import threading
 
 import numpy as np
 import pytest
@@ -135,46 +132,22 @@ def test_run_benchmark_scores_with_the_benchmarks_rule(tmp_path):
         evaluate.method_prompt(tasks[0].plan, "k-shot", shots[:1], prompts.ORDERING_TEMPLATES[0])
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.bodies = []
+def _stub_answer(path, body):
+    if path.endswith("/chat/completions"):
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": 'About "1 hour".'}}]}
+    # a completion: the edge of the last sentence, first-named step first (wrong for 3 of the 10 phrasings)
+    sentence = body["prompt"].rsplit("Sentence: ", 1)[1].split("\n")[0]
+    a, b = re.findall(r"step (\d+)", sentence.lower())[:2]
+    return {"choices": [{"index": 0, "text": f"{a} -> {b}\nSentence:"}]}
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.bodies.append(body)
-        if self.path.endswith("/chat/completions"):
-            answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": 'About "1 hour".'}}]}
-        else:   # a completion: the edge of the last sentence, first-named step first (wrong for 3 phrasings)
-            sentence = body["prompt"].rsplit("Sentence: ", 1)[1].split("\n")[0]
-            a, b = re.findall(r"step (\d+)", sentence.lower())[:2]
-            answer = {"choices": [{"index": 0, "text": f"{a} -> {b}\nSentence:"}]}
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-def test_the_benchmark_through_an_openai_compatible_server_needs_a_url_and_a_model_name(tmp_path):
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    try:
-        llm = OpenAICompatibleLLM(f"http://127.0.0.1:{server.server_address[1]}/v1", "any-model")
-        tasks = release.make_tasks(generator.split("test", 12, text_source="synthetic"))
-        rows = evaluate.run_benchmark(llm, tasks, ["zero-shot"], GenerationCache(tmp_path / "g.jsonl"),
-                                      graph_solver_mode="per_constraint")
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert {b["model"] for b in server.bodies} == {"any-model"}
+def test_the_benchmark_through_an_openai_compatible_server_needs_a_url_and_a_model_name(tmp_path, openai_stub):
+    server = openai_stub(_stub_answer)
+    llm = OpenAICompatibleLLM(server.url, "any-model")
+    tasks = release.make_tasks(generator.split("test", 12, text_source="synthetic"))
+    rows = evaluate.run_benchmark(llm, tasks, ["zero-shot"], GenerationCache(tmp_path / "g.jsonl"),
+                                  graph_solver_mode="per_constraint")
+    assert {b["model"] for _, b in server.requests} == {"any-model"}
     zero = [r for r in rows if r["method"] == "zero-shot"]
     assert [r["correct"] for r in zero] == [t.gold.contains(3600) for t in tasks]
     templates = evaluate.templates_for(len(tasks), 0)

@@ -1,6 +1,3 @@
-import http.server
-import json
-import threading
 
 import pytest
 
@@ -65,42 +62,17 @@ def test_local_smollm2_end_to_end():
     assert sum(report.counts.values()) == 2
 
 
-class _OracleServer(http.server.ThreadingHTTPServer):
-    """A stand-in for a large model behind an OpenAI-compatible `/v1/completions`: it answers each
-    prompt with our formalisation of the proposition it asks for (the last 'Proposition' line)."""
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _OracleHandler)
-        self.requests = []
-
-
-class _OracleHandler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append((self.path, body))
-        name = body["prompt"].rsplit("Proposition ", 1)[-1].split(":", 1)[0]
-        text = " " + S.format_statement(book.statements()[name], header=False) + "\nProposition"
-        out = json.dumps({"choices": [{"index": 0, "text": text}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+def _oracle_answer(path, body):
+    """A stand-in for a large model behind an OpenAI-compatible `/v1/completions`: it answers each prompt with
+    our formalisation of the proposition it asks for (the last 'Proposition' line)."""
+    name = body["prompt"].rsplit("Proposition ", 1)[-1].split(":", 1)[0]
+    return {"choices": [{"index": 0, "text": " " + S.format_statement(book.statements()[name], header=False)
+                         + "\nProposition"}]}
 
 
-def test_http_backend_needs_only_a_url():
-    server = _OracleServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        report = autoformalize.run(autoformalize.make_llm(url, model="oracle"), ["I.2", "I.7"], max_new_tokens=64)
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_http_backend_needs_only_a_url(openai_stub):
+    server = openai_stub(_oracle_answer)
+    report = autoformalize.run(autoformalize.make_llm(server.url, model="oracle"), ["I.2", "I.7"], max_new_tokens=64)
     assert [r.category for r in report.rows] == ["equivalent", "equivalent"]
     path, body = server.requests[0]
     assert path == "/v1/completions" and body["model"] == "oracle" and body["temperature"] == 0.0

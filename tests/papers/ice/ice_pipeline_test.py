@@ -1,9 +1,6 @@
 """The ICE pipeline with a scripted LLM (prompts, parsing, sampling seeds, decomposition), its resume
 after a kill, and the same pipeline through a stub OpenAI-compatible server on 127.0.0.1."""
 
-import http.server
-import json
-import threading
 
 import numpy as np
 import pytest
@@ -117,40 +114,18 @@ def test_parsing_and_retrieval():
         pipeline.PipelineSettings(samples=0)
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.bodies = []
+def _chat_answer(path, body):
+    content = ScriptedLLM._one(body["messages"][0]["content"], body["seed"])
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.bodies.append(body)
-        content = ScriptedLLM._one(body["messages"][0]["content"], body["seed"])
-        data_ = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data_)))
-        self.end_headers()
-        self.wfile.write(data_)
-
-
-def test_the_pipeline_through_an_openai_compatible_server_needs_a_url_and_a_model_name():
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    try:
-        llm = OpenAICompatibleLLM(f"http://127.0.0.1:{server.server_address[1]}/v1", "any-model")
-        settings = pipeline.PipelineSettings(samples=2, clarify_samples=1, shots=0)
-        results = pipeline.run(llm, _examples()[:1], settings)
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_the_pipeline_through_an_openai_compatible_server_needs_a_url_and_a_model_name(openai_stub):
+    server = openai_stub(_chat_answer)
+    llm = OpenAICompatibleLLM(server.url, "any-model")
+    settings = pipeline.PipelineSettings(samples=2, clarify_samples=1, shots=0)
+    results = pipeline.run(llm, _examples()[:1], settings)
+    bodies = [b for _, b in server.requests]
     assert results[0].clarifications == ["Sort by size.", "Sort by price."]
     assert abs(float(results[0].decomposition.data) - 1.0) < 1e-6
-    assert {b["model"] for b in server.bodies} == {"any-model"} and len(server.bodies) == 1 + 2 * 2
-    assert sorted({b["seed"] for b in server.bodies}) == [0, 1000, 1001]
+    assert {b["model"] for b in bodies} == {"any-model"} and len(bodies) == 1 + 2 * 2
+    assert sorted({b["seed"] for b in bodies}) == [0, 1000, 1001]
