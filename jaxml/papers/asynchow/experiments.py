@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import time
 
 import numpy as np
@@ -30,7 +31,13 @@ PLAN_TYPES = ("sequential", "parallel", "async")
 
 
 def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_").replace("__", "_")
+    """A metric-key form of a name: 'LLM graph + solver' -> 'llm_graph_solver'."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def _bin_key(label: str) -> str:
+    """A complexity bin's metric key: '<=12' -> 'le12', '13-16' -> '13_16', '>=26' -> 'ge26'."""
+    return label.replace("<=", "le").replace(">=", "ge").replace("-", "_")
 
 
 # --- The solver ----------------------------------------------------------------------------------------
@@ -109,7 +116,7 @@ def _table_metrics(rows, method_names) -> dict[str, float]:
         for (group,), cc in am.accuracy_table(sub, ("plan_type",)).items():
             out[f"{key}_{group}_accuracy"] = cc.accuracy
         for (group,), cc in am.accuracy_table(sub, ("complexity",)).items():
-            out[f"{key}_bin_{_slug(group) or 'le12'}_accuracy"] = cc.accuracy
+            out[f"{key}_bin_{_bin_key(group)}_accuracy"] = cc.accuracy
         slope, se = am.complexity_slope([r["ve_count"] for r in sub], [r["correct"] for r in sub])
         if np.isfinite(slope):
             out[f"{key}_slope_per10"], out[f"{key}_slope_se"] = slope, se
@@ -206,10 +213,11 @@ def _benchmark_claims(m, config, label, n, n_gs) -> list[Claim]:
         z = acc("zero-shot")
         plag = [x for x in direct if x.startswith("PLaG")]
         p = max((acc(x) for x in plag), default=(float("nan"),) * 3)
+        best_plag = (f"best PLaG {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}]" if plag
+                     else "PLaG not run at this scale (methods=...)")
         claims.append(Claim(
             text="Without illustrations LLMs do poorly; PLaG (graph + k-shot CoT) improves on them",
-            ours=f"{label}: zero-shot {z[0]:.3f} [{z[1]:.3f}, {z[2]:.3f}], best PLaG {p[0]:.3f} [{p[1]:.3f}, {p[2]:.3f}] "
-                 f"on {n} tasks",
+            ours=f"{label}: zero-shot {z[0]:.3f} [{z[1]:.3f}, {z[2]:.3f}], {best_plag} on {n} tasks",
             paper="poor without illustrations; PLaG boosts every model (numbers not available to us)",
             verdict=verdict(p[1] > z[2] if enough and plag else None)))
     return claims
@@ -247,7 +255,7 @@ def graph_vs_text(config, workdir) -> Result:
         for b in generator.COMPLEXITY_BINS:
             vals = [r["by_bin"][m][b][0] for r in runs if b in r["by_bin"][m] and r["by_bin"][m][b][1]]
             if vals:
-                metrics[f"{m}_bin_{_slug(b) or 'le12'}_accuracy"] = float(np.mean(vals))
+                metrics[f"{m}_bin_{_bin_key(b)}_accuracy"] = float(np.mean(vals))
         for t in PLAN_TYPES:
             vals = [r["by_type"][m][t][0] for r in runs if t in r["by_type"][m] and r["by_type"][m][t][1]]
             if vals:

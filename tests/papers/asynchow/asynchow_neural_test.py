@@ -147,7 +147,7 @@ def test_accuracy_by():
 def test_the_loops_plan_score_equals_the_host_decode(kind):
     """`PlanPointerTask.evaluate` (jitted, in minutes) scores plans as `evaluate_models` (host decode, exact
     intervals) does, here at random initial parameters (learning is checked by the tiny experiment's run)."""
-    config = neural.neural_config("tiny", kind)
+    config = neural.neural_config("tiny", kind, **{"data.train_plans": 64, "data.eval_plans": 32})
     task = neural.make_task(config)
     held_out = generator.split("validation", config.data.eval_plans)
     held_out = [p for p, f in zip(held_out, neural.fits_text(held_out, config.model.max_text_len, 1)) if f]
