@@ -1,1 +1,2 @@
-"""Compression: quantizers, GPTQ, AWQ, pruning (shared by the LQER and compressed-trust papers)."""
+"""Compression: quantizers, GPTQ, AWQ, pruning (magnitude, Wanda, SparseGPT; `pruning`), shared by the LQER and
+compressed-trust papers."""

@@ -4,8 +4,9 @@ the per-layer statistics the compression methods need (without keeping the activ
     stats = calibrate(model, params, batches)    # {"layers_0/attn/q": LayerStats, ...}
 
 `LayerStats` per layer: `mean_abs_max` [in] (max over batches of the per-batch mean |x| per input
-channel: L2QER's scale), `mean_abs` [in] (mean |x| over all tokens: AWQ), `hessian` [in, in]
-(X^T X / n: GPTQ, when asked for) and the token count.
+channel: L2QER's scale), `mean_abs` [in] (mean |x| over all tokens: AWQ), `sq_mean` [in] (mean x^2:
+Wanda's ||X_i||_2^2 / n), `hessian` [in, in] (X^T X / n: GPTQ, SparseGPT; when asked for) and the token
+count.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class LayerStats:
     mean_abs: np.ndarray
     hessian: np.ndarray | None
     tokens: int
+    sq_mean: np.ndarray | None = None
 
 
 def _layer_inputs(model, params, args, kwargs) -> dict[str, jax.Array]:
@@ -51,10 +53,11 @@ def calibrate(model, params, batches: Iterable[tuple[Sequence, dict]], *, hessia
         for name, x in inputs.items():
             x = np.asarray(x, np.float64)
             x = x.reshape(-1, x.shape[-1]) if mask is None else x[mask]
-            s = stats.setdefault(name, {"mean_abs_max": None, "abs_sum": 0.0, "h": 0.0, "n": 0})
+            s = stats.setdefault(name, {"mean_abs_max": None, "abs_sum": 0.0, "sq_sum": 0.0, "h": 0.0, "n": 0})
             batch_mean = np.abs(x).mean(0)
             s["mean_abs_max"] = batch_mean if s["mean_abs_max"] is None else np.maximum(s["mean_abs_max"], batch_mean)
             s["abs_sum"] = s["abs_sum"] + np.abs(x).sum(0)
+            s["sq_sum"] = s["sq_sum"] + (x * x).sum(0)
             if hessian:
                 s["h"] = s["h"] + x.T @ x
             s["n"] += len(x)
@@ -62,7 +65,8 @@ def calibrate(model, params, batches: Iterable[tuple[Sequence, dict]], *, hessia
         raise ValueError("calibrate: no batches given, or the model has no jaxml.nn.layers.Linear layers")
     return {name: LayerStats(mean_abs_max=s["mean_abs_max"].astype(np.float32),
                              mean_abs=(s["abs_sum"] / s["n"]).astype(np.float32),
-                             hessian=(s["h"] / s["n"]).astype(np.float64) if hessian else None, tokens=s["n"])
+                             hessian=(s["h"] / s["n"]).astype(np.float64) if hessian else None, tokens=s["n"],
+                             sq_mean=(s["sq_sum"] / s["n"]).astype(np.float64))
             for name, s in stats.items()}
 
 
