@@ -420,21 +420,19 @@ register(Asset(
     description="psychotools data sets as .rda (VerbalAggression 316x24, ConspiracistBeliefs2016 2449x15, "
                 "MathExam14W 729x13 credits), read with rdata"))
 
+# One Debian package, two assets (separately unpacked member sets, one download).
+_WORDNET_DEB = dict(kind="debian", package="wordnet-base", version="1:3.0-37", filename="wordnet-base_1%3a3.0-37_all.deb",
+                    sha256="61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752", size=6467132,
+                    pool_path="pool/main/w/wordnet/wordnet-base_3.0-37_all.deb",
+                    license="WordNet 3.0 license (Princeton University), BSD-like")
+
 register(Asset(
-    name="wordnet", kind="debian", package="wordnet-base", version="1:3.0-37",
-    filename="wordnet-base_1%3a3.0-37_all.deb",
-    sha256="61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752", size=6467132,
-    pool_path="pool/main/w/wordnet/wordnet-base_3.0-37_all.deb",
+    name="wordnet", **_WORDNET_DEB,
     members=tuple(f"usr/share/wordnet/index.{pos}" for pos in ("adj", "noun", "verb", "adv"))
     + ("usr/share/wordnet/adj.exc", "usr/share/doc/wordnet-base/copyright"),
-    license="WordNet 3.0 license (Princeton University), BSD-like",
     description="WordNet 3.0 index files (index.adj/noun/verb/adv, adj.exc): the adjective list of aitext"))
 
 register(Asset(
-    name="wordnet-verbs", kind="debian", package="wordnet-base", version="1:3.0-37",
-    filename="wordnet-base_1%3a3.0-37_all.deb",
-    sha256="61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752", size=6467132,
-    pool_path="pool/main/w/wordnet/wordnet-base_3.0-37_all.deb",
+    name="wordnet-verbs", **_WORDNET_DEB,
     members=("usr/share/wordnet/data.verb", "usr/share/doc/wordnet-base/copyright"),
-    license="WordNet 3.0 license (Princeton University), BSD-like",
     description="WordNet 3.0 verb synsets (data.verb) with their example phrases: AsyncHow's step texts"))

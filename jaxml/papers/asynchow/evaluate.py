@@ -76,12 +76,17 @@ def method_prompt(plan: Plan, method: str, shots: Sequence[Plan], template: str)
     return prompts.few_shot_prompt(plan, variant, shots[:k], cot=cot, template=template)
 
 
-def _row(task, method: str, response: str, correct: bool) -> dict:
-    parsed = parsing.parse_answer(response)
+def _row(task, method: str, response: str, correct: bool, lo: float | None, hi: float | None) -> dict:
     return dict(method=method, index=task.index, source=task.source, plan_type=task.plan_type,
                 ve_count=task.ve_count, complexity=complexity_bin(task.ve_count), correct=bool(correct),
-                response=response, parsed_lo=None if parsed is None else parsed.lo,
-                parsed_hi=None if parsed is None else parsed.hi, gold_lo=task.gold.lo, gold_hi=task.gold.hi)
+                response=response, parsed_lo=lo, parsed_hi=hi, gold_lo=task.gold.lo, gold_hi=task.gold.hi)
+
+
+def _text_row(task, method: str, response: str) -> dict:
+    """A row for a text answer, parsed once and scored by the benchmark's rule."""
+    parsed = parsing.parse_answer(response)
+    return _row(task, method, response, parsing.parsed_is_correct(parsed, task.gold),
+                None if parsed is None else parsed.lo, None if parsed is None else parsed.hi)
 
 
 def run_benchmark(llm, tasks: Sequence, methods: Sequence[str], cache: GenerationCache, *,
@@ -97,15 +102,14 @@ def run_benchmark(llm, tasks: Sequence, methods: Sequence[str], cache: Generatio
     if unknown:
         raise ValueError(f"unknown methods {unknown}; accepted {sorted(METHODS)}")
     templates = templates_for(len(tasks), template_seed)
-    rows = [_row(t, ORACLE, f'"{prompts.answer_text(t.plan)}"',
-                 parsing.is_correct(f'"{prompts.answer_text(t.plan)}"', t.gold)) for t in tasks]
+    rows = [_text_row(t, ORACLE, f'"{prompts.answer_text(t.plan)}"') for t in tasks]
     for method in methods:
         variant, k, cot = METHODS[method]
         long = cot or "cot" in variant or "bag" in variant
         texts = [method_prompt(t.plan, method, shots, tpl) for t, tpl in zip(tasks, templates)]
         responses = cache.generate(llm, texts, chat=chat, seed=0, max_new_tokens=cot_tokens if long else answer_tokens,
                                    temperature=0.0, batch=batch, what=f"asynchow {method}")
-        rows += [_row(t, method, r, parsing.is_correct(r, t.gold)) for t, r in zip(tasks, responses)]
+        rows += [_text_row(t, method, r) for t, r in zip(tasks, responses)]
         acc = np.mean([r["correct"] for r in rows[-len(tasks):]])
         progress.log(f"asynchow {method}: accuracy {acc:.3f} on {len(tasks)} tasks")
     if graph_solver_mode:
@@ -116,10 +120,9 @@ def run_benchmark(llm, tasks: Sequence, methods: Sequence[str], cache: Generatio
                                                whole_shots=whole_shots)
         for t, f in zip(tasks, found):
             name = GRAPH_SOLVER if graph_solver_mode == "per_constraint" else GRAPH_SOLVER_WHOLE
-            row = _row(t, name, graph_solver.edges_text(f.edges), graph_solver.answer_is_correct(f.answer, t.gold))
-            row.update(parsed_lo=None if f.answer is None else f.answer.lo,
-                       parsed_hi=None if f.answer is None else f.answer.hi,
-                       edges_exact=set(f.edges) == set(t.plan.deps))
+            row = _row(t, name, graph_solver.edges_text(f.edges), graph_solver.answer_is_correct(f.answer, t.gold),
+                       None if f.answer is None else f.answer.lo, None if f.answer is None else f.answer.hi)
+            row["edges_exact"] = set(f.edges) == set(t.plan.deps)
             rows.append(row)
         acc = np.mean([r["correct"] for r in rows[-len(tasks):]])
         progress.log(f"asynchow {rows[-1]['method']}: accuracy {acc:.3f} on {len(tasks)} tasks")

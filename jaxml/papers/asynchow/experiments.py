@@ -243,9 +243,9 @@ def graph_vs_text(config, workdir) -> Result:
         progress.log(f"asynchow graph vs text: seed {seed}, {c.num_steps} steps on {c.data.train_plans} plans each")
         runs.append(neural.train_and_compare(c, workdir / f"seed{seed}"))
     first = runs[0]
-    rows = [dict(method=MODEL_NAMES[m], seed=seed, complexity=b, plan_type=t, ve_count=0, correct=bool(ok))
+    rows = [dict(method=MODEL_NAMES[m], seed=seed, complexity=b, plan_type=t, ve_count=ve, correct=bool(ok))
             for seed, run in zip(config.seeds, runs) for m in ("graph", "text")
-            for b, t, ok in zip(run["bins"], run["types"], run["per_plan"][m]["correct"])]
+            for b, t, ve, ok in zip(run["bins"], run["types"], run["ve_counts"], run["per_plan"][m]["correct"])]
     metrics = {}
     for m in ("graph", "text", "graph_all"):
         accs = [r["accuracy"][m] for r in runs]
@@ -260,13 +260,10 @@ def graph_vs_text(config, workdir) -> Result:
             vals = [r["by_type"][m][t][0] for r in runs if t in r["by_type"][m] and r["by_type"][m][t][1]]
             if vals:
                 metrics[f"{m}_{t}_accuracy"] = float(np.mean(vals))
-    test_plans = generator.split("test", first["per_plan"]["graph_all"]["correct"].size)
-    fits = neural.fits_text(test_plans, neural.neural_config(config.scale).model.max_text_len,
-                            neural.neural_config(config.scale).data.template_seed + 1)
-    ve = np.array([p.ve_count for p, f in zip(test_plans, fits) if f])
+    ve = np.asarray(first["ve_counts"])
     for m in ("graph", "text"):
-        correct = np.concatenate([r["per_plan"][m]["correct"] for r in runs])
-        slope, se = am.complexity_slope(np.tile(ve, len(runs)), correct)
+        sub = [r for r in rows if r["method"] == MODEL_NAMES[m]]
+        slope, se = am.complexity_slope([r["ve_count"] for r in sub], [r["correct"] for r in sub])
         metrics[f"{m}_slope_per10"], metrics[f"{m}_slope_se"] = slope, se
         c = am.cell(first["per_plan"][m]["correct"])
         metrics[f"{m}_seed0_lo"], metrics[f"{m}_seed0_hi"] = c.lo, c.hi

@@ -37,6 +37,7 @@ UNIT_COUNTS = {"minute": (1, 2, 3, 5, 10, 15, 20, 25, 30, 40, 45), "hour": (1, 2
 ASYNC_STEP_WEIGHTS = {3: 279, 4: 270, 5: 499, 6: 249, 7: 226, 8: 20, 9: 15, 10: 11, 11: 8, 12: 6, 13: 5,
                       14: 4, 15: 3, 16: 2, 17: 1}
 SIMPLE_STEPS = (3, 7)
+MIN_STEPS, MAX_STEPS = 3, 17                       # AsyncHow plans have 3 to 17 steps
 # Complexity bins of |V| + |E| (the release's ve_count): sequential 3-7 steps give 9-17, parallel 11-23.
 COMPLEXITY_EDGES = (13, 17, 21, 26)
 COMPLEXITY_BINS = ("<=12", "13-16", "17-20", "21-25", ">=26")
@@ -56,7 +57,7 @@ def _phrases_by_domain() -> dict[str, tuple[str, ...]]:
     by_domain: dict[str, list[str]] = {}
     for domain, phrase in wordnet.verb_phrases():
         by_domain.setdefault(domain, []).append(phrase)
-    return {d: tuple(p) for d, p in by_domain.items() if len(p) >= 18}   # room for a title and 17 steps
+    return {d: tuple(p) for d, p in by_domain.items() if len(p) > MAX_STEPS}   # a title and up to 17 steps
 
 
 def _texts(rng: np.random.Generator, n: int, source: str) -> tuple[str, tuple[str, ...]]:
@@ -108,8 +109,8 @@ def generate_plan(rng: np.random.Generator, plan_type: str, n_steps: int, text_s
     """One plan of `plan_type` ('sequential', 'parallel', 'async') with `n_steps` (>= 3) steps."""
     if plan_type not in PLAN_TYPES:
         raise ValueError(f"plan_type={plan_type!r}; accepted {PLAN_TYPES}")
-    if not 3 <= n_steps <= 17:
-        raise ValueError(f"n_steps={n_steps}; AsyncHow plans have 3 to 17 steps")
+    if not MIN_STEPS <= n_steps <= MAX_STEPS:
+        raise ValueError(f"n_steps={n_steps}; AsyncHow plans have {MIN_STEPS} to {MAX_STEPS} steps")
     if text_source not in TEXT_SOURCES:
         raise ValueError(f"text_source={text_source!r}; accepted {TEXT_SOURCES}")
     if plan_type == "sequential":

@@ -28,12 +28,12 @@ import numpy as np
 
 from jaxml.llm.cache import GenerationCache
 from jaxml.llm.constrained import GrammarProcessor, edge_list_dfa
+from jaxml.papers.asynchow.generator import MAX_STEPS
+from jaxml.papers.asynchow.parsing import within_gold
 from jaxml.papers.asynchow.plan import Interval, Plan, PlanError, critical_path
-from jaxml.papers.asynchow.prompts import ORDERING_TEMPLATES
+from jaxml.papers.asynchow.prompts import HEADER, ORDERING_TEMPLATES
 
-MAX_STEPS = 17
 MODES = ("per_constraint", "whole")
-HEADER = "These ordering constraints need to be obeyed when executing above steps:"
 EDGE_QUESTION = ("Question: Write every ordering constraint above as an edge \"a -> b\" (step a must be done "
                  "before step b starts), one edge per line, and nothing else. If there are no ordering "
                  "constraints, write nothing.\nEdges:\n")
@@ -137,7 +137,7 @@ def solve_edges(prompt: str, output: str) -> Extraction:
 
 def answer_is_correct(answer: Interval | None, gold: Interval) -> bool:
     """The benchmark's rule for a numeric answer: either end within [gold.lo, gold.hi]."""
-    return answer is not None and (gold.contains(answer.lo) or gold.contains(answer.hi))
+    return answer is not None and within_gold(answer.lo, answer.hi, gold)
 
 
 _PROCESSORS: dict = {}

@@ -1,6 +1,7 @@
 """AsyncHow's metric, accuracy, with its spreads and breakdowns (pure functions of per-task outcomes).
 
     accuracy_table(rows, ("variant", "plan_type"))   # {(variant, type): Cell(acc, correct, count, lo, hi)}
+    accuracy_by(bins, correct, COMPLEXITY_BINS)     # {bin: (accuracy, count)} from parallel arrays
     complexity_slope(ve_counts, correct)             # accuracy change per +10 of |V| + |E|, with its s.e.
 """
 
@@ -52,6 +53,17 @@ def accuracy_table(rows: Iterable[Mapping], keys: Sequence[str], outcome: str = 
             raise ValueError(f"row {dict(row)!r} lacks {missing}")
         groups.setdefault(tuple(row[k] for k in keys), []).append(bool(row[outcome]))
     return {k: cell(v) for k, v in groups.items()}
+
+
+def accuracy_by(keys: Sequence, correct: Sequence[bool], order: Sequence | None = None) -> dict:
+    """{key: (mean of `correct` over the items with that key, count)}, keys in `order` (those present) or
+    sorted: `accuracy_table` for parallel arrays instead of rows."""
+    keys = list(keys)
+    if len(keys) != len(correct):
+        raise ValueError(f"accuracy_by: {len(keys)} keys but {len(correct)} values")
+    table = accuracy_table(({"key": k, "correct": c} for k, c in zip(keys, correct)), ("key",))
+    order = [k for k in order if (k,) in table] if order is not None else sorted(k for (k,) in table)
+    return {k: (table[(k,)].accuracy, table[(k,)].count) for k in order}
 
 
 def complexity_slope(ve_counts: Sequence[float], correct: Sequence[bool]) -> tuple[float, float]:

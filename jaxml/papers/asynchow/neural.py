@@ -62,6 +62,7 @@ import functools
 import hashlib
 import math
 import pathlib
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -79,10 +80,12 @@ from jaxml.core.train import default_config, train_and_evaluate
 from jaxml.data import pipeline
 from jaxml.data.pipeline import Source
 from jaxml.nn.attention import MASK_VALUE
-from jaxml.papers.asynchow import generator
-from jaxml.papers.asynchow.plan import PLAN_TYPES, Interval, Plan, critical_path, duration_spans, earliest_finish
+from jaxml.papers.asynchow import generator, prompts
+from jaxml.papers.asynchow.generator import MAX_STEPS
+from jaxml.papers.asynchow.metrics import accuracy_by
+from jaxml.papers.asynchow.plan import (END, PLAN_TYPES, START, Interval, Plan, critical_path, duration_spans,
+                                        earliest_finish)
 
-MAX_STEPS = 17
 NUM_NODES = MAX_STEPS + 2
 START_NODE, END_NODE = 0, MAX_STEPS + 1
 KINDS = ("graph", "text")
@@ -90,21 +93,16 @@ ATTENTIONS = ("bias", "mask")
 
 # --- Vocabulary ----------------------------------------------------------------------------------------
 
-# The release's 10 constraint phrasings, lowercased and split into words; P / F stand for "step <id>" of the
-# preceding / following step.
-TEMPLATES = (
-    "before starting F , complete P .",
-    "P must precede F .",
-    "upon completing P , proceed to F .",
-    "after P , F should commence .",
-    "prioritize P before advancing to F .",
-    "P is a prerequisite for F .",
-    "initiate F subsequent to P .",
-    "ensure P is done before F .",
-    "sequence the tasks : firstly P , then F .",
-    "F follows the completion of P .",
-)
-PARALLEL_SENTENCE = "all steps can be executed in parallel ."
+def _words(sentence: str) -> str:
+    """A phrasing as the models' words: lower case, punctuation split off, "[preceding step]" -> P and
+    "[following step]" -> F ("Step 1 must precede step 3." style sentences of `prompts`)."""
+    sentence = sentence.lower().replace("[preceding step]", "P").replace("[following step]", "F")
+    return re.sub(r"\s*([,.:])", r" \1", sentence)
+
+
+# The release's 10 constraint phrasings (`prompts.ORDERING_TEMPLATES`) and its parallel sentence, as words.
+TEMPLATES = tuple(_words(t) for t in prompts.ORDERING_TEMPLATES)
+PARALLEL_SENTENCE = _words(prompts.PARALLEL_SENTENCE)
 PAD = "<pad>"
 COUNTS = tuple(sorted({c for counts in generator.UNIT_COUNTS.values() for c in counts}))
 UNITS = generator.UNITS
@@ -237,12 +235,9 @@ def encode_graph(plan: Plan) -> dict[str, np.ndarray]:
 
 
 def _edges(plan: Plan) -> list[tuple[int, int]]:
-    """The plan's edges as node slots, START and END edges included."""
-    preds, succ = plan.predecessors(), plan.successors()
-    edges = list(plan.deps)
-    edges += [(START_NODE, i) for i in range(1, plan.n + 1) if not preds[i - 1]]
-    edges += [(i, END_NODE) for i in range(1, plan.n + 1) if not succ[i - 1]]
-    return edges
+    """`plan.edge_list()` (START and END edges included) as node slots."""
+    slot = {START: START_NODE, END: END_NODE}
+    return [(slot.get(a) if a in slot else int(a), slot.get(b) if b in slot else int(b)) for a, b in plan.edge_list()]
 
 
 def pointer_targets(plan: Plan) -> np.ndarray:
@@ -474,22 +469,6 @@ def decode_minutes(pointers: jax.Array, dur_lo: jax.Array, dur_hi: jax.Array, n_
     return lo, hi
 
 
-def accuracy_by(keys: Sequence[Any], correct: Sequence[bool], order: Sequence[Any] | None = None
-                ) -> dict[Any, tuple[float, int]]:
-    """{key: (mean of `correct` over the plans with that key, count)}, keys in `order` (those present)
-    or sorted; NaN accuracy never occurs (a key appears only with its plans)."""
-    keys, correct = list(keys), np.asarray(correct, float)
-    if len(keys) != len(correct):
-        raise ValueError(f"accuracy_by: {len(keys)} keys but {len(correct)} values")
-    present = set(keys)
-    order = [k for k in order if k in present] if order is not None else sorted(present)
-    out = {}
-    for key in order:
-        sel = np.array([k == key for k in keys])
-        out[key] = (float(correct[sel].mean()), int(sel.sum()))
-    return out
-
-
 def _node_accuracy_by(keys: Sequence[Any], scored: Mapping[str, np.ndarray], order: Sequence[Any]
                       ) -> dict[Any, tuple[float, int]]:
     """{key: (right parents / target nodes over the plans with that key, target nodes)}."""
@@ -555,19 +534,11 @@ class PlanPointerTask:
 
 
 def training_plans(num: int) -> list[Plan]:
-    """The first `num` plans of `generator.split('train', text_source='synthetic')` (texts are not read).
-
-    Below the full size it generates only a prefix of the split's stream (3.2 plans per kept plan, as the
-    split does) instead of all 20000 plans; the result is the same prefix (the stream is sequential)."""
+    """The first `num` plans of `generator.split('train', text_source='synthetic')` (texts are not read; the
+    split draws only as many plans as it needs)."""
     if not 0 < num <= generator.SPLIT_SIZES["train"]:
         raise ValueError(f"num={num}; accepted 1..{generator.SPLIT_SIZES['train']}")
-    if num > generator.SPLIT_SIZES["train"] // 2:
-        return generator.split("train", num, text_source="synthetic")
-    drawn = generator.generate_plans(int(3.2 * num) + 256, generator.SPLIT_SEEDS["train"], text_source="synthetic")
-    kept = [p for p in drawn if generator.split_of(p) == "train"]
-    if len(kept) < num:
-        return generator.split("train", num, text_source="synthetic")
-    return kept[:num]
+    return generator.split("train", num, text_source="synthetic")
 
 
 def fits_text(plans: Sequence[Plan], max_text_len: int, template_seed: int) -> np.ndarray:
@@ -722,7 +693,7 @@ def train_and_compare(config: ml_collections.ConfigDict, workdir: str | pathlib.
        "train_time_s", "wall_s": {model: float} (the loop's training time; make_task + loop + final eval),
        "excluded_test_plans": {bin: count of test plans whose text is too long},
        "dropped_train_plans": int (training plans whose text is too long, left out for both models),
-       "bins", "types": [P] the complexity bin and plan type of each scored test plan}.
+       "bins", "types", "ve_counts": [P] the complexity bin, plan type and |V| + |E| of each scored test plan}.
     """
     workdir = pathlib.Path(workdir)
     test_all = generator.split("test", config.data.test_plans, text_source=config.data.text_source)
@@ -750,7 +721,8 @@ def train_and_compare(config: ml_collections.ConfigDict, workdir: str | pathlib.
     types = {k: [p.plan_type for p in v] for k, v in scored.items()}
     excluded = [generator.complexity_bin(p.ve_count) for p, f in zip(test_all, fits) if not f]
     result.update(
-        per_plan=per_plan, bins=bins["graph"], types=types["graph"], dropped_train_plans=dropped,
+        per_plan=per_plan, bins=bins["graph"], types=types["graph"], ve_counts=[p.ve_count for p in test],
+        dropped_train_plans=dropped,
         excluded_test_plans={b: excluded.count(b) for b in generator.COMPLEXITY_BINS if b in excluded},
         by_bin={k: accuracy_by(bins[k], v["correct"], generator.COMPLEXITY_BINS) for k, v in per_plan.items()},
         by_type={k: accuracy_by(types[k], v["correct"], PLAN_TYPES) for k, v in per_plan.items()},

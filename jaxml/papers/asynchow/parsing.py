@@ -139,10 +139,19 @@ def parse_answer(response: str | None) -> Parsed | None:
     return None
 
 
+def within_gold(lo: float, hi: float, gold: Interval) -> bool:
+    """The benchmark's correctness rule for an answer interval [lo, hi]: either end within [gold.lo, gold.hi]."""
+    return gold.contains(lo) or gold.contains(hi)
+
+
+def parsed_is_correct(parsed: Parsed | None, gold: Interval) -> bool:
+    """True iff `parsed` exists, is not a range, and `within_gold`."""
+    return parsed is not None and not parsed.is_range and within_gold(parsed.lo, parsed.hi, gold)
+
+
 def is_correct(response: str | None, gold: Interval) -> bool:
     """True iff the parsed answer is not a range and its lower or upper end lies within [gold.lo, gold.hi]."""
-    p = parse_answer(response)
-    return p is not None and not p.is_range and (gold.contains(p.lo) or gold.contains(p.hi))
+    return parsed_is_correct(parse_answer(response), gold)
 
 
 # --- The committed release, quirks included -----------------------------------------------------------
@@ -209,7 +218,7 @@ def release_is_correct(response: str, gold: Interval) -> bool:
                 lo, hi = lo + round(n * a, 6), hi + round(n * b, 6)
         except (IndexError, KeyError):
             continue
-        return gold.contains(lo) or gold.contains(hi)
+        return within_gold(lo, hi, gold)
     return False
 
 

@@ -98,14 +98,14 @@ _BAG_ANSWER = ("Let's construct a graph with the nodes and edges first to repres
 _COT_ANSWER = "Let's think step by step and then answer the time in double quotes."
 _QUESTION = ("Question: Assume that you need to execute all the steps to complete the task and that infinite "
              "resources are available. What is the shortest possible time to [TASK]? " + _ANSWER)
-_HEADER = "These ordering constraints need to be obeyed when executing above steps:"
-_PARALLEL = "All steps can be executed in parallel."
+HEADER = "These ordering constraints need to be obeyed when executing above steps:"
+PARALLEL_SENTENCE = "All steps can be executed in parallel."
 _TEMPLATES = {
     "published": ("To [TASK], here are the steps and the times needed for each step.\n[STEPS AND TIME]\n\n"
-                  f"{_HEADER}\n[ORDERING CONSTRAINTS]\n\n[GRAPH]\n\n{_QUESTION}\nAnswer:"),
+                  f"{HEADER}\n[ORDERING CONSTRAINTS]\n\n[GRAPH]\n\n{_QUESTION}\nAnswer:"),
     # The committed triple-quoted template: lines 2.. carry the function body's 4-space indent.
     "committed": ("To [TASK], here are the steps and the times needed for each step.\n    [STEPS AND TIME]\n\n"
-                  f"    {_HEADER}\n    [ORDERING CONSTRAINTS]\n\n    [GRAPH]\n\n    {_QUESTION}\nAnswer:"),
+                  f"    {HEADER}\n    [ORDERING CONSTRAINTS]\n\n    [GRAPH]\n\n    {_QUESTION}\nAnswer:"),
 }
 
 
@@ -258,7 +258,7 @@ def build_prompt(plan: Plan, variant: str = "vanilla", template: str = ORDERING_
     steps = "".join(f"Step {i}. {s} ({d})\n" for i, (s, d) in enumerate(zip(plan.steps, plan.durations), 1))
     prompt = prompt.replace("[STEPS AND TIME]", steps)
     if not plan.deps:
-        prompt = prompt.replace(f"\n{_HEADER}\n[ORDERING CONSTRAINTS]", _PARALLEL)
+        prompt = prompt.replace(f"\n{HEADER}\n[ORDERING CONSTRAINTS]", PARALLEL_SENTENCE)
     else:
         prompt = prompt.replace("[ORDERING CONSTRAINTS]", constraint_lines(plan, template, combined))
     if graph:
