@@ -590,8 +590,8 @@ def neural_config(scale: str = "quick", kind: str = "graph", **overrides: Any) -
 
     Measured with `train_and_compare(neural_config(scale), workdir)` on 2 shared CPU cores, the 968 of the
     1000 test plans that fit 128 tokens, plan accuracy by complexity bin <=12 / 13-16 / 17-20 / 21-25:
-      quick (83 s in all; loops 9 s graph, 44 s text): graph 0.874 (0.93 0.88 0.80 0.89),
-                                                       text  0.363 (0.67 0.32 0.15 0.13);
+      quick (63 s in all; loops 7 s graph, 32 s text): graph 0.871 (0.93 0.89 0.77 0.89),
+                                                       text  0.352 (0.63 0.33 0.14 0.13);
       full (628 s in all; loops 85 s, 502 s):          graph 0.969 (1.00 0.96 0.95 0.94),
                                                        text  0.813 (0.95 0.85 0.68 0.56).
     Parameters (full): graph 148,176, text 156,032 (the text model's extra are its 128 positions).

@@ -9,7 +9,7 @@ Runbook:
     10m28s per seed alone (the text model 85% of it), 14m05s sharing the cores with the LLM benchmark; quick: 120 steps on 2,000 plans, depth 3, one seed; tiny: 30 steps, width 32.)
 Metric: plan accuracy (the decoded critical path equals the gold) on the test plans whose text fits 128
 tokens, by complexity bin and plan type. Full (968 plans x 2 seeds): graph 0.972 vs text 0.789 (seed std
-0.004 and 0.034); per +10 of |V| + |E|: graph -0.033, text -0.367. Quick (1 seed): graph 0.819, text 0.270.
+0.004 and 0.034); per +10 of |V| + |E|: graph -0.033, text -0.367. Quick (1 seed): graph 0.843, text 0.256.
 Paper: graphs help LLMs (PLaG) and accuracy degrades with complexity (LLM prompting; no trained models).
 """
 
