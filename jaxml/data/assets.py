@@ -436,3 +436,22 @@ register(Asset(
     name="wordnet-verbs", **_WORDNET_DEB,
     members=("usr/share/wordnet/data.verb", "usr/share/doc/wordnet-base/copyright"),
     description="WordNet 3.0 verb synsets (data.verb) with their example phrases: AsyncHow's step texts"))
+
+register(Asset(
+    name="cardata", kind="debian", package="r-cran-cardata", version="3.0.5-1",
+    filename="r-cran-cardata_3.0.5-1_all.deb",
+    sha256="faf3f35c915cc4522b17cd6774669abf92d9f20a9cccd64aaa961cb1177d0e72", size=1796532,
+    pool_path="pool/main/r/r-cran-cardata/r-cran-cardata_3.0.5-1_all.deb",
+    members=("usr/lib/R/site-library/carData/data", "usr/share/doc/r-cran-cardata/copyright"),
+    license="GPL-2+ (carData, Fox, Weisberg and Price)",
+    description="carData data sets as an R lazy-load database (SLID: 7,425 Ontario respondents of the 1994 "
+                "Survey of Labour and Income Dynamics, with wages, education, age, sex, language)"))
+
+register(Asset(
+    name="vader-lexicon", kind="pypi", package="vaderSentiment", version="3.3.2",
+    filename="vaderSentiment-3.3.2-py2.py3-none-any.whl",
+    sha256="3bf1d243b98b1afad575b9f22bc2cb1e212b94ff89ca74f8a23a588d024ea311", size=125950,
+    members=("vaderSentiment/vader_lexicon.txt", "vaderSentiment-3.3.2.dist-info/LICENSE.txt"),
+    license="MIT (Hutto and Gilbert, VADER)",
+    description="VADER sentiment lexicon: 7,517 tokens, each with the mean, standard deviation and the ten "
+                "human ratings (-4..4) it was built from"))

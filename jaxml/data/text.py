@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gzip
 import hashlib
 import json
 import re
-import warnings
-import zlib
 
 from jaxml.data import assets
 
@@ -71,18 +68,10 @@ def _load_corpus(name: str) -> tuple[Document, ...]:
 
 def _austen_novels() -> dict[str, list[str]]:
     """The six novels as lists of lines, read from the R lazy-load database with `rdata`."""
-    import rdata
+    from jaxml.data import rlazy
 
     base = assets.path("jane-austen", "usr/lib/R/site-library/janeaustenr/data")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # rdata: "Unknown file type: assumed RDS"
-        index = rdata.conversion.convert(rdata.parser.parse_data(gzip.decompress((base / "Rdata.rdx").read_bytes())))
-        blob = (base / "Rdata.rdb").read_bytes()
-        novels = {}
-        for key, (offset, length) in index["variables"].items():
-            # Each record: 4-byte length header, then a zlib stream of an RDS object.
-            raw = zlib.decompress(blob[int(offset) + 4:int(offset) + int(length)])
-            novels[str(key)] = [str(line) for line in rdata.conversion.convert(rdata.parser.parse_data(raw))]
+    novels = {key: [str(line) for line in lines] for key, lines in rlazy.load(base).items()}
     if set(novels) != set(AUSTEN_TITLES):
         raise ValueError(f"janeaustenr data has {sorted(novels)}, expected {sorted(AUSTEN_TITLES)}")
     return novels

@@ -83,3 +83,21 @@ def verb_phrases() -> tuple[tuple[str, str], ...]:
                     seen.add(example)
                     phrases.append((domain, example))
     return tuple(phrases)
+
+
+@functools.lru_cache(maxsize=None)
+def verb_glosses() -> tuple[tuple[str, str], ...]:
+    """`(lemma, definition)` for every verb synset of WordNet 3.0 whose first lemma is one lower-case word,
+    in file order: ("breathe", "draw air into, and expel out of, the lungs"), ... The definition is the
+    gloss before its first ';' (the quoted examples dropped). Asset `wordnet-verbs` (data.verb)."""
+    out = []
+    with open(assets.path("wordnet-verbs", "usr/share/wordnet", "data.verb"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(" ") or "|" not in line:   # licence header lines start with two spaces
+                continue
+            fields = line.split()
+            lemma = fields[4]
+            definition = line.split("|", 1)[1].split(";")[0].strip()
+            if lemma.isalpha() and lemma.islower() and definition and '"' not in definition:
+                out.append((lemma, definition))
+    return tuple(out)
