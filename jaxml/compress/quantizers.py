@@ -16,6 +16,7 @@ enters: for a Flax kernel [in, out] that is axis 0, for activations [..., featur
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Literal
 
 import jax
@@ -189,3 +190,15 @@ def mxint_numpy_reference(x: np.ndarray, width: int, block: int = 16) -> np.ndar
                 m = min(max(np.round((abs(v) + 1e-9) / 2 ** e * 2 ** (width - 1)), 0), 2 ** (width - 1) - 1)
                 res[r, s + j] = np.sign(v + 1e-9) * 2 ** e * m / 2 ** (width - 1)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _jit_format(fmt: QuantFormat):
+    return jax.jit(fmt.__call__, static_argnames="axis")
+
+
+def quantize_array(fmt: QuantFormat, x: np.ndarray, axis: int) -> np.ndarray:
+    """`fmt(x, axis)` on a NumPy array through one compiled program per format and shape (float32)."""
+    if fmt.kind == "none":
+        return np.asarray(x, np.float32)
+    return np.asarray(_jit_format(fmt)(np.asarray(x, np.float32), axis=axis))

@@ -36,7 +36,8 @@ from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyp
 from jaxml.data import text
 from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer import metrics as lm
-from jaxml.papers.lqer.lqer import activation_scale, quantize_array
+from jaxml.compress.quantizers import quantize_array
+from jaxml.papers.lqer.lqer import activation_scale
 from jaxml.papers.lqer.methods import Method, pad_lowrank, quantize_model, quantize_model_ranks
 
 # The paper's numbers beside ours (WikiText-2 perplexity, xlsx of ChengZhang-98/lqer; see the README).

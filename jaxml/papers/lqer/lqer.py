@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 
 from jaxml.compress.blas import single_threaded_blas
-from jaxml.compress.quantizers import QuantFormat
+from jaxml.compress.quantizers import QuantFormat, quantize_array
 
 MXINT8 = QuantFormat("mxint", 8, 16)
 
@@ -79,19 +79,6 @@ def top_singular(matrix: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray,
             u = mv / np.where(sigma > 0, sigma, 1.0)
             sv_vt = sigma[:, None] * vectors.T
     return u, sv_vt, np.sqrt(np.maximum(eigenvalues, 0.0))
-
-
-@functools.lru_cache(maxsize=None)
-def _jit_format(fmt: QuantFormat):
-    import jax
-    return jax.jit(fmt.__call__, static_argnames="axis")
-
-
-def quantize_array(fmt: QuantFormat, x: np.ndarray, axis: int) -> np.ndarray:
-    """`fmt(x, axis)` on a NumPy array through one compiled program per format and shape (float32)."""
-    if fmt.kind == "none":
-        return np.asarray(x, np.float32)
-    return np.asarray(_jit_format(fmt)(np.asarray(x, np.float32), axis=axis))
 
 
 @dataclasses.dataclass

@@ -34,10 +34,11 @@ from jaxml.compress.blas import single_threaded_blas
 from jaxml.compress.quantizers import NONE, QuantFormat
 from jaxml import progress
 from jaxml.papers.lqer import metrics
-from jaxml.papers.lqer.lqer import MXINT8, ErrorSVD, activation_scale, average_bits, error_svd, quantize_array
+from jaxml.compress.model import int_format, quantize_kernel
+from jaxml.compress.quantizers import quantize_array
+from jaxml.papers.lqer.lqer import MXINT8, ErrorSVD, activation_scale, average_bits, error_svd
 
 METHODS = ("fp", "rtn", "gptq", "awq", "mxint", "lqer", "l2qer")
-GROUP = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Method:
         if self.name == "fp":
             return NONE
         if self.name in ("rtn", "gptq", "awq"):
-            return QuantFormat("int", self.w_bits, group_size=GROUP, symmetric=False)
+            return int_format(self.w_bits)                    # INT asymmetric, group 64 (shared)
         return QuantFormat("mxint", self.w_bits, 16)
 
     @property
@@ -91,16 +92,8 @@ class QuantReport:
 def _quantize_weight(name: str, w: np.ndarray, stats: calibration.LayerStats | None, method: Method) -> np.ndarray:
     """W_q of one kernel [in, out] (float32)."""
     fmt = method.weight_format
-    if method.name in ("gptq", "awq") and stats is None:
-        raise ValueError(f"{method.name} needs calibration statistics for layer {name!r}")
-    if method.name == "rtn":
-        return quantize_array(fmt, w, 0)                      # INT asymmetric, group 64
-    if method.name == "gptq":
-        from jaxml.compress.gptq import gptq
-        return np.asarray(gptq(w, stats.hessian, fmt), np.float32)
-    if method.name == "awq":
-        from jaxml.compress.awq import awq
-        return np.asarray(awq(w, stats.mean_abs, fmt, hessian=stats.hessian)[0], np.float32)
+    if method.name in ("rtn", "gptq", "awq"):                 # INT asymmetric, group 64
+        return quantize_kernel(name, w, stats, method.name, fmt)
     return quantize_array(fmt, w, 0)                          # MXINT, blocks of 16 along in
 
 
