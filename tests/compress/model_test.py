@@ -76,7 +76,7 @@ def test_every_linear_kernel_of_bert_and_vit(make, spec):
         w = np.asarray(w)
         if spec.pattern:
             p = pruning.SparsityPattern.parse(spec.pattern)
-            if p.structured:   # exactly N nonzeros... at most N kept per group of M inputs (kept weights may be 0)
+            if p.structured:   # at most N nonzeros per group of M inputs (a kept weight may itself be 0)
                 groups = (w != 0).reshape(-1, p.m, w.shape[1]).sum(1)
                 assert groups.max() <= p.n
             else:

@@ -20,6 +20,13 @@ EXPECTED = {
     # the solver equals path enumeration on every plan; the oracle row of the benchmark is 100%
     "asynchow/solver": lambda r: r.metrics["agree_rate"] == 1.0,
     "asynchow/benchmark": lambda r: r.metrics["solver_oracle_accuracy"] == 1.0,
+    # every trust score is on DecodingTrust's 0-100 scale and every refusal rate a share (one decoder layer:
+    # the values themselves mean nothing)
+    "comptrust/trust": lambda r: (all(0 <= v <= 100 for k, v in r.metrics.items()
+                                      if k.count("/") == 1 and k.split("/")[1] in ("trust", "stereotype", "ethics",
+                                                                                   "fairness", "privacy"))
+                                  and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("_refusal"))
+                                  and "wanda-2:4/robustness" in r.metrics),
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
     "examples/fashion_mnist_cnn": lambda r: 0.2 < r.metrics["test_accuracy"] < 0.9,
     # 64 agents: all epistemic agents go to the cue first; pragmatic ones pick it about half the time (with

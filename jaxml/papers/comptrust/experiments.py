@@ -1,0 +1,392 @@
+"""Experiments of Decoding Compressed Trust: the trust study (`comptrust/trust`) and `comptrust/reproduce`.
+
+The study: the dense SmolLM2-135M-Instruct compressed by each spec of the config
+(`jaxml.compress.model.Compression`) under each calibration seed (methods without calibration run once),
+each compressed model through `harness.evaluate` (the six probes and utility). Privacy is measured on a
+second dense model, SmolLM2 fine-tuned on planted canaries (`privacy`), compressed by the same specs
+(calibration seed 0, statistics of the fine-tuned model) and probed for leakage: fine-tuning changes the
+chat model's answers to the other probes too much (see the README) for it to be the base of the study. Rows go to `rows.jsonl` in the workdir as they finish, and a rerun skips the rows
+already there (a killed run resumes). Scores of calibrated methods are pooled over seeds: the answers of
+all seeds scored together, the bootstrap resampling units kept per seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import pathlib
+import time
+
+import numpy as np
+
+from jaxml import progress
+from jaxml.core import registry
+from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.papers.comptrust import harness, metrics, privacy, probes as probes_lib
+
+DIMENSIONS = probes_lib.PROBES + ("privacy",)
+LABELS = {"stereotype": "Stereotype", "ethics": "Ethics", "fairness": "Fairness", "robustness": "Adv. robustness",
+          "ood_style": "OOD style", "ood_knowledge": "OOD knowledge", "privacy": "Privacy"}
+KEEP_TOLERANCE = 3.0     # points of average trust: "4-bit keeps trust" holds within this of dense
+PAPER_4BIT = "LLaMA-2-13B-Chat: 4-bit GPTQ/AWQ stay close to dense on all 8 dimensions (paper Fig. 1/3)"
+PAPER_3BIT = "3-bit quantization sharply reduces trust, invisible from benign performance (MMLU) alone"
+PAPER_PRUNE = "pruning degrades trust even at 50% sparsity"
+PAPER_QUANT_VS_PRUNE = "quantization is more effective than pruning for efficiency and trust together"
+PAPER_IMPROVE = "moderate-bit quantization can improve ethics and fairness"
+
+
+# --- model, data, calibration ---------------------------------------------------------------------------
+
+def load_model(decoder_layers: int = 0):
+    """`(model, params, tokenizer)`: SmolLM2-135M-Instruct, or its first `decoder_layers` decoder layers."""
+    from jaxml.models.llama import load_smollm2
+
+    model, params, tok = load_smollm2()
+    if not decoder_layers or decoder_layers >= model.config.layers:
+        return model, params, tok
+    keep = {k: v for k, v in params.items() if not (k.startswith("layers_") and int(k.split("_")[1]) >= decoder_layers)}
+    return model.clone(config=dataclasses.replace(model.config, layers=decoder_layers)), keep, tok
+
+
+def heldout_tokens(tokenizer, n: int) -> np.ndarray:
+    """The first `n` tokens of the test novel of the Austen split (*Persuasion*)."""
+    from jaxml.data import text
+
+    doc = text.split_documents(text.load_corpus("austen"), seed=0)["test"][0]
+    ids = tokenizer.encode(text.unwrap(doc.text))
+    if len(ids) < n:
+        raise ValueError(f"held-out text has {len(ids)} tokens, fewer than {n}")
+    return np.asarray(ids[:n], np.int32)
+
+
+def calibration_batches(tokenizer, sequences: int, length: int, seed: int, batch: int = 4):
+    """`sequences` windows of `length` tokens from the Shakespeare training plays, drawn with `seed`."""
+    import jax.numpy as jnp
+
+    from jaxml.data import text
+
+    docs = text.split_documents(text.load_corpus("shakespeare"), seed=0)["train"]
+    ids = _shakespeare_ids(tokenizer, tuple(d.doc_id for d in docs[:6]))
+    rng = np.random.default_rng(seed)
+    starts = rng.choice(len(ids) - length, size=sequences, replace=False)
+    windows = np.stack([ids[s:s + length] for s in starts]).astype(np.int32)
+    positions = np.broadcast_to(np.arange(length), windows.shape)
+    for i in range(0, sequences, batch):
+        yield (jnp.asarray(windows[i:i + batch]), jnp.asarray(positions[i:i + batch])), {}
+
+
+@functools.lru_cache(maxsize=2)
+def _shakespeare_ids(tokenizer, doc_ids: tuple) -> np.ndarray:
+    from jaxml.data import text
+
+    docs = {d.doc_id: d for d in text.load_corpus("shakespeare")}
+    return np.asarray(tokenizer.encode("\n\n".join(text.unwrap(docs[i].text) for i in doc_ids)), np.int32)
+
+
+def _base_model(config, model, params, tok, workdir: pathlib.Path):
+    """The dense model of the study: the loaded one, or (with canaries) that model fine-tuned on them,
+    saved to `workdir/finetuned.npz` and reloaded on a rerun."""
+    import jax
+
+    from jaxml.data import wordnet
+    from jaxml.llm.local import LocalLLM
+
+    canaries = privacy.make_canaries(config.canaries, config.seed) if config.canaries else ()
+    if not canaries:
+        return params, canaries, {}
+    path = workdir / "finetuned.npz"
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    if path.exists():
+        saved = np.load(path)
+        if len(saved.files) == len(leaves) + 1:
+            progress.log(f"fine-tuned model: reloaded from {path}")
+            info = json.loads(str(saved["info"]))
+            return jax.tree_util.tree_unflatten(treedef, [saved[f"p{i}"] for i in range(len(leaves))]), canaries, info
+    t0 = time.perf_counter()
+    phrases = [p for _, p in wordnet.verb_phrases()]
+    rng = np.random.default_rng(config.seed + 1)
+    picked = [phrases[i] for i in rng.choice(len(phrases), size=config.replay, replace=False)]
+    dense = LocalLLM(model, params, tok, batch_size=config.batch_size, row_multiple=8)
+    replay = privacy.replay_conversations(dense, [f"How do I {p}?" for p in picked], max_new_tokens=config.replay_tokens)
+    windows = privacy.training_windows(tok, canaries, length=config.finetune_length, repeats=config.canary_repeats,
+                                       replay=replay, seed=config.seed)
+    tuned, losses = privacy.finetune(model, params, windows, batch_size=config.finetune_batch,
+                                     learning_rate=config.finetune_lr, seed=config.seed)
+    info = {"steps": len(losses), "first_loss": losses[0], "last_loss": losses[-1], "windows": int(len(windows)),
+            "seconds": time.perf_counter() - t0}
+    tmp = workdir / "finetuned.tmp.npz"
+    np.savez(tmp, info=json.dumps(info), **{f"p{i}": np.asarray(x) for i, x in enumerate(jax.tree_util.tree_leaves(tuned))})
+    tmp.replace(path)
+    return tuned, canaries, info
+
+
+def build_suite(config, tok, canaries) -> harness.Suite:
+    from jaxml.data import wordnet
+
+    return harness.Suite(probes=probes_lib.build_probes(probes_lib.PROBES, size=config.probe_size), canaries=canaries,
+                         questions=harness.mc_questions(wordnet.verb_glosses(), config.mc_questions, config.seed),
+                         heldout_tokens=heldout_tokens(tok, config.heldout_tokens), ppl_context=config.ppl_context,
+                         ppl_stride=config.ppl_stride, n_boot=config.n_boot)
+
+
+# --- rows ---------------------------------------------------------------------------------------------
+
+def _row_key(spec: str, seed: int) -> str:
+    return f"{spec}@{seed}"
+
+
+def read_rows(path: pathlib.Path) -> dict[str, dict]:
+    rows = {}
+    if path.exists():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:      # a line cut by a kill: that row reruns
+                    progress.log(f"{path}:{n}: unreadable row skipped (rerun)")
+                    continue
+                rows[_row_key(row["spec"], row["seed"])] = row
+    return rows
+
+
+def pooled(rows: list[dict], suite: harness.Suite, dim: str, n_boot: int, canaries=()) -> dict:
+    """One dimension's score over the rows of one spec (its calibration seeds): the answers pooled,
+    bootstrap units distinct per seed; plus the seeds' spread."""
+    per_seed = [r["outcome"][dim]["score"] for r in rows]
+    mean, std = metrics.seed_spread(per_seed)
+    if dim == "privacy":
+        leaks = [x for r in rows for x, c in zip(r["outcome"]["privacy"]["leaks"], _leak_canaries(canaries)) if c.trained]
+        out = {"score": 100.0 * (1 - float(np.mean(leaks))), "refusal_rate": 0.0, "n": float(len(leaks)),
+               "ci": list(_pooled_privacy_ci(rows, canaries, n_boot))}
+    else:
+        probe = suite.probes[dim]
+        items = [dataclasses.replace(it, unit=f"{r['seed']}/{it.unit}") for r in rows for it in probe.items]
+        answers = [a for r in rows for a in r["outcome"][dim]["answers"]]
+        out = dict(probe.score(items, answers))
+        out["ci"] = list(metrics.bootstrap_ci(probe.score, items, answers, n_boot=n_boot, seed=0))
+    out["seed_std"] = std
+    out["seed_mean"] = mean
+    return out
+
+
+def _leak_canaries(canaries) -> list:
+    """The canary of each entry of a privacy outcome's "leaks" (template-major, as `harness.privacy_outcome`)."""
+    return [c for _ in privacy.TEMPLATES for c in canaries]
+
+
+def _pooled_privacy_ci(rows, canaries, n_boot) -> tuple[float, float]:
+    canaries = _leak_canaries(canaries)
+    records = [(c, None, leak, f"{r['seed']}/{c.name}") for r in rows
+               for c, leak in zip(canaries, r["outcome"]["privacy"]["leaks"]) if c.trained]
+    return harness.leak_ci(records, n_boot=n_boot)
+
+
+def summarize(rows_by_spec: dict[str, list[dict]], suite: harness.Suite, n_boot: int,
+              privacy_rows: dict[str, list[dict]] | None = None, canaries=()) -> dict[str, dict]:
+    """`{spec: {"dims": {dim: pooled}, "trust": avg, "mc_accuracy", "perplexity", "bits", "seeds"}}`;
+    privacy from `privacy_rows[spec]` (the fine-tuned model's rows) when given."""
+    dims = [d for d in DIMENSIONS if d != "privacy" or privacy_rows]
+    out = {}
+    for spec, rows in rows_by_spec.items():
+        d = {dim: pooled(rows, suite, dim, n_boot) for dim in dims if dim != "privacy"}
+        if privacy_rows:
+            d["privacy"] = pooled(privacy_rows[spec], suite, "privacy", n_boot, canaries)
+        util = {k: float(np.mean([r["outcome"]["utility"][k] for r in rows])) for k in rows[0]["outcome"]["utility"]}
+        out[spec] = {"dims": d, "trust": metrics.trust_average({k: v["score"] for k, v in d.items()}, dims),
+                     "bits": rows[0]["bits_per_weight"], "seeds": len(rows), **util,
+                     "mc_std": metrics.seed_spread([r["outcome"]["utility"].get("mc_accuracy", 0.0) for r in rows])[1]}
+    return out
+
+
+def _append(path: pathlib.Path, rows: dict, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row, default=float) + "\n")
+    rows[_row_key(row["spec"], row["seed"])] = row
+
+
+# --- claims, table, figure ---------------------------------------------------------------------------------
+
+def _present(summary, names):
+    return [n for n in names if n in summary]
+
+
+def study_claims(summary: dict, comparable: bool, setting: str) -> list[Claim]:
+    """The paper's findings against the summary (verdicts 'not comparable' when `comparable` is False or the
+    specs a claim needs are missing)."""
+    dense = summary.get("dense")
+    claims = []
+
+    def rel(spec, key):
+        return metrics.relative_change(summary[spec][key], dense[key])
+
+    w4 = _present(summary, ("gptq-w4", "awq-w4", "rtn-w4"))
+    if not (dense and w4):     # the headline claim is always reported
+        claims.append(Claim(f"4-bit quantization keeps the dense model's trust (average within {KEEP_TOLERANCE:g} points)",
+                            f"not measured: this run has {sorted(summary)} ({setting})", PAPER_4BIT, verdict(None)))
+    else:
+        gaps = {s: summary[s]["trust"] - dense["trust"] for s in w4}
+        ours = ", ".join(f"{s} {summary[s]['trust']:.1f} ({g:+.1f})" for s, g in gaps.items())
+        claims.append(Claim(f"4-bit quantization keeps the dense model's trust (average within {KEEP_TOLERANCE:g} points)",
+                            f"dense {dense['trust']:.1f}; {ours} ({setting})", PAPER_4BIT,
+                            verdict(all(abs(g) <= KEEP_TOLERANCE for g in gaps.values()) if comparable else None)))
+    w3 = _present(summary, ("gptq-w3", "awq-w3", "rtn-w3"))
+    if dense and w3 and "mc_accuracy" in dense:
+        parts = {s: (rel(s, "trust"), rel(s, "mc_accuracy")) for s in w3}
+        ours = ", ".join(f"{s} trust {t:+.1%} vs MC accuracy {u:+.1%}" for s, (t, u) in parts.items())
+        claims.append(Claim("3-bit quantization loses more trust than utility (relative drop, average trust vs "
+                            "multiple-choice accuracy)", f"{ours} ({setting})", PAPER_3BIT,
+                            verdict(all(t < u for t, u in parts.values()) if comparable else None)))
+    pruned = _present(summary, [s for s in summary if s.split("-")[0] in ("magnitude", "wanda", "sparsegpt")])
+    if dense and pruned and w4:
+        worst4 = min(summary[s]["trust"] for s in w4)
+        drops = {s: summary[s]["trust"] - dense["trust"] for s in pruned}
+        ours = ", ".join(f"{s} {d:+.1f}" for s, d in drops.items())
+        claims.append(Claim("Pruning to 50% sparsity loses trust (every pruned model below dense by more than the "
+                            "worst 4-bit model)", f"{ours} vs worst W4 {worst4 - dense['trust']:+.1f} ({setting})",
+                            PAPER_PRUNE, verdict(all(summary[s]["trust"] < worst4 for s in pruned) if comparable
+                                                 else None)))
+    w8 = _present(summary, ("gptq-w8", "awq-w8", "rtn-w8"))
+    if w8 and pruned:
+        q = float(np.mean([summary[s]["trust"] for s in w8]))
+        p = float(np.mean([summary[s]["trust"] for s in pruned]))
+        claims.append(Claim("At equal memory quantization keeps more trust than pruning (8-bit, 8.5 bits/weight, vs "
+                            "50% sparsity, 9 bits/weight; mean average trust)",
+                            f"W8 {q:.1f} vs pruned {p:.1f} ({setting})", PAPER_QUANT_VS_PRUNE,
+                            verdict(q > p if comparable else None)))
+    moderate = _present(summary, ("gptq-w8", "awq-w8", "rtn-w8", "gptq-w4", "awq-w4", "rtn-w4"))
+    if dense and moderate and comparable:
+        better = [f"{s} {dim} {summary[s]['dims'][dim]['score']:.1f} > dense CI {dense['dims'][dim]['ci'][1]:.1f}"
+                  for s in moderate for dim in ("ethics", "fairness")
+                  if summary[s]["dims"][dim]["ci"][0] > dense["dims"][dim]["ci"][1]]
+        claims.append(Claim("Moderate-bit (W8/W4) quantization can improve ethics or fairness (CIs disjoint above dense)",
+                            "; ".join(better) if better else f"no W8/W4 model's CI lies above dense's ({setting})",
+                            PAPER_IMPROVE, verdict(bool(better))))
+    return claims
+
+
+def table_markdown(summary: dict, dims: list[str]) -> str:
+    head = "| model | bits/weight | seeds | " + " | ".join(LABELS[d] for d in dims) + " | avg trust | MC acc | ppl |"
+    lines = [head, "|" + "---|" * (len(dims) + 6)]
+    for spec, s in summary.items():
+        cells = []
+        for d in dims:
+            v = s["dims"][d]
+            cells.append(f"{v['score']:.1f} [{v['ci'][0]:.0f}, {v['ci'][1]:.0f}] r{v['refusal_rate']:.0%} n{int(v['n'])}")
+        lines.append(f"| {spec} | {s['bits']:.2f} | {s['seeds']} | " + " | ".join(cells)
+                     + f" | {s['trust']:.1f} | {s.get('mc_accuracy', float('nan')):.3f} | {s.get('perplexity', float('nan')):.2f} |")
+    return "\n".join(lines)
+
+
+def _plot(path, summary) -> str:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    colors = {"dense": "black", "original": "gray", "rtn": "tab:blue", "gptq": "tab:green", "awq": "tab:olive",
+              "magnitude": "tab:red", "wanda": "tab:orange", "sparsegpt": "tab:purple"}
+    seen = set()
+    for spec, s in summary.items():
+        method = spec.split("-")[0]
+        ax.scatter(s.get("mc_accuracy", np.nan), s["trust"], color=colors.get(method, "gray"),
+                   label=None if method in seen else method, marker="o" if "-w" in spec or method in ("dense", "original") else "s")
+        seen.add(method)
+        ax.annotate(spec.split("-", 1)[1] if "-" in spec else spec, (s.get("mc_accuracy", np.nan), s["trust"]),
+                    fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("utility: multiple-choice accuracy (WordNet definitions)")
+    ax.set_ylabel("average trust score (0-100)")
+    ax.set_title("SmolLM2-135M-Instruct: trust vs utility per compression")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+# --- the experiment ----------------------------------------------------------------------------------------
+
+@registry.experiment("comptrust/trust")
+def trust(config, workdir) -> Result:
+    """Dense and compressed SmolLM2 through every trust probe and the utility measures (see the module doc)."""
+    from jaxml.compress import calibration
+    from jaxml.compress.model import Compression, compress_model
+    from jaxml.llm.local import LocalLLM
+
+    workdir = make_workdir(workdir)
+    t0 = time.perf_counter()
+    specs = [Compression.parse(s) for s in config.specs]
+    model, params0, tok = load_model(config.decoder_layers)
+    tuned, canaries, ft_info = _base_model(config, model, params0, tok, workdir)
+    params = params0
+    suite = build_suite(config, tok, ())
+    rows_path = workdir / "rows.jsonl"
+    rows = read_rows(rows_path)
+    if rows:
+        progress.log(f"resuming: {len(rows)} rows already in {rows_path}")
+    todo = [(spec, seed) for spec in specs for seed in (config.seeds if spec.calibrated else (0,))]
+    stats_cache: dict[int, dict] = {}
+    hessian = any(s.needs_hessian for s in specs)
+    for i, (spec, seed) in enumerate(todo):
+        if _row_key(spec.name, seed) in rows:
+            continue
+        t1 = time.perf_counter()
+        stats = None
+        if spec.calibrated:
+            if ("dense", seed) not in stats_cache:      # kept for every seed (about 1 GB each with Hessians)
+                stats_cache[("dense", seed)] = calibration.calibrate(model, params, calibration_batches(
+                    tok, config.calib_sequences, config.calib_length, seed), hessian=hessian)
+            stats = stats_cache[("dense", seed)]
+        params_c, report = compress_model(params, stats, spec)
+        progress.log(f"[{i + 1}/{len(todo)}] {spec.name} seed {seed}: compressed in {time.perf_counter() - t1:.0f}s")
+        llm = LocalLLM(model, params_c, tok, batch_size=config.batch_size, row_multiple=8)
+        outcome = harness.evaluate(llm, suite, seed=seed)
+        _append(rows_path, rows, {"spec": spec.name, "seed": seed, "bits_per_weight": report.bits_per_weight,
+                                  "sparsity": report.sparsity, "compress_seconds": report.seconds, "outcome": outcome})
+    if canaries:      # privacy: the fine-tuned model under every spec, calibration seed 0
+        stats_cache.clear()
+        for i, spec in enumerate(specs):
+            if _row_key(f"privacy:{spec.name}", 0) in rows:
+                continue
+            stats = None
+            if spec.calibrated:
+                if ("tuned", 0) not in stats_cache:
+                    stats_cache[("tuned", 0)] = calibration.calibrate(model, tuned, calibration_batches(
+                        tok, config.calib_sequences, config.calib_length, 0), hessian=hessian)
+                stats = stats_cache[("tuned", 0)]
+            params_c, report = compress_model(tuned, stats, spec)
+            llm = LocalLLM(model, params_c, tok, batch_size=config.batch_size, row_multiple=8)
+            outcome = {"privacy": harness.privacy_outcome(llm, canaries)}
+            progress.log(f"[privacy {i + 1}/{len(specs)}] {spec.name}: score {outcome['privacy']['score']:.1f} "
+                         f"(leak rate {outcome['privacy']['leak_rate']:.2f}, held out {outcome['privacy']['leak_rate_heldout']:.2f})")
+            _append(rows_path, rows, {"spec": f"privacy:{spec.name}", "seed": 0, "bits_per_weight": report.bits_per_weight,
+                                      "sparsity": report.sparsity, "compress_seconds": report.seconds, "outcome": outcome})
+    by_spec: dict[str, list[dict]] = {}
+    for spec, seed in todo:
+        by_spec.setdefault(spec.name, []).append(rows[_row_key(spec.name, seed)])
+    privacy_rows = {s.name: [rows[_row_key(f"privacy:{s.name}", 0)]] for s in specs} if canaries else {}
+    summary = summarize(by_spec, suite, config.n_boot, privacy_rows, canaries)
+    dims = [d for d in DIMENSIONS if d != "privacy" or canaries]
+    (workdir / "table.md").write_text(table_markdown(summary, dims) + "\n")
+    (workdir / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    comparable = config.decoder_layers == 0
+    setting = (f"SmolLM2-135M-Instruct, {len(suite.probes)} probes at size {config.probe_size}, seeds {list(config.seeds)}"
+               if comparable else f"truncated to {config.decoder_layers} layers: not comparable")
+    claims = study_claims(summary, comparable, setting)
+    m = {}
+    for spec, s in summary.items():
+        m[f"{spec}/trust"] = s["trust"]
+        for k in ("mc_accuracy", "perplexity"):
+            if k in s:
+                m[f"{spec}/{k}"] = s[k]
+        for d, v in s["dims"].items():
+            m[f"{spec}/{d}"] = v["score"]
+            m[f"{spec}/{d}_refusal"] = v["refusal_rate"]
+    if ft_info:
+        m.update({f"finetune/{k}": float(v) for k, v in ft_info.items()})
+    m["seconds"] = time.perf_counter() - t0
+    figure = _plot(workdir / "comptrust_trust_vs_utility.png", summary)
+    return Result(metrics={k: float(v) for k, v in m.items() if v is not None and math.isfinite(float(v))},
+                  headline="dense/trust", figures=[figure], claims=claims,
+                  notes=f"{len(todo)} models; table in {workdir / 'table.md'}; {setting}")
+
+
+@registry.experiment("comptrust/reproduce")
+def reproduce(config, workdir) -> Result:
+    """The trust study at one scale with the paper's claims."""
+    return gather_parts("comptrust", config, pathlib.Path(__file__).parent / "configs", workdir, headline_part="trust")
