@@ -191,13 +191,33 @@ def summarize(rows_by_spec: dict[str, list[dict]], suite: harness.Suite, n_boot:
     out = {}
     for spec, rows in rows_by_spec.items():
         d = {dim: pooled(rows, suite, dim, n_boot) for dim in dims if dim != "privacy"}
-        if privacy_rows:
+        if privacy_rows and spec in privacy_rows:
             d["privacy"] = pooled(privacy_rows[spec], suite, "privacy", n_boot, canaries)
         util = {k: float(np.mean([r["outcome"]["utility"][k] for r in rows])) for k in rows[0]["outcome"]["utility"]}
-        out[spec] = {"dims": d, "trust": metrics.trust_average({k: v["score"] for k, v in d.items()}, dims),
+        out[spec] = {"dims": d, "trust": metrics.trust_average({k: v["score"] for k, v in d.items()}, [k for k in dims if k in d]),
                      "bits": rows[0]["bits_per_weight"], "seeds": len(rows), **util,
                      "mc_std": metrics.seed_spread([r["outcome"]["utility"].get("mc_accuracy", 0.0) for r in rows])[1]}
     return out
+
+
+def _privacy_rows(config, model, tok, tuned, canaries, specs, rows, rows_path, stats_for) -> None:
+    """The fine-tuned model under every spec (calibration seed 0, its own statistics), probed for leakage."""
+    from jaxml.compress.model import compress_model
+    from jaxml.llm.local import LocalLLM
+
+    for i, spec in enumerate(specs):
+        if _row_key(f"privacy:{spec.name}", 0) in rows:
+            continue
+        stats = stats_for("tuned", tuned, config.seeds[0]) if spec.calibrated else None
+        params_c, report = compress_model(tuned, stats, spec)
+        llm = LocalLLM(model, params_c, tok, batch_size=config.batch_size, row_multiple=8)
+        outcome = {"privacy": harness.privacy_outcome(llm, canaries)}
+        p = outcome["privacy"]
+        progress.log(f"[privacy {i + 1}/{len(specs)}] {spec.name}: score {p['score']:.1f} (leak rate "
+                     f"{p['leak_rate']:.2f}, held out {p['leak_rate_heldout']:.2f})")
+        _append(rows_path, rows, {"spec": f"privacy:{spec.name}", "seed": config.seeds[0],
+                                  "bits_per_weight": report.bits_per_weight, "sparsity": report.sparsity,
+                                  "compress_seconds": report.seconds, "outcome": outcome})
 
 
 def _append(path: pathlib.Path, rows: dict, row: dict) -> None:
@@ -272,7 +292,10 @@ def table_markdown(summary: dict, dims: list[str]) -> str:
     for spec, s in summary.items():
         cells = []
         for d in dims:
-            v = s["dims"][d]
+            v = s["dims"].get(d)
+            if v is None:
+                cells.append("not run")
+                continue
             cells.append(f"{v['score']:.1f} [{v['ci'][0]:.0f}, {v['ci'][1]:.0f}] r{v['refusal_rate']:.0%} n{int(v['n'])}")
         lines.append(f"| {spec} | {s['bits']:.2f} | {s['seeds']} | " + " | ".join(cells)
                      + f" | {s['trust']:.1f} | {s.get('mc_accuracy', float('nan')):.3f} | {s.get('perplexity', float('nan')):.2f} |")
@@ -319,47 +342,42 @@ def trust(config, workdir) -> Result:
     rows = read_rows(rows_path)
     if rows:
         progress.log(f"resuming: {len(rows)} rows already in {rows_path}")
-    todo = [(spec, seed) for spec in specs for seed in (config.seeds if spec.calibrated else (0,))]
-    stats_cache: dict[int, dict] = {}
+    # Seed-major: every spec once (seed 0), the privacy models, then the other calibration seeds; a run
+    # stopped early (or `summarize_only`) reports what it has, each spec pooled over the seeds it reached.
+    todo = [(spec, seed) for seed in config.seeds for spec in specs if spec.calibrated or seed == config.seeds[0]]
+    privacy_after = sum(1 for _, seed in todo if seed == config.seeds[0])
+    stats_cache: dict[tuple, dict] = {}
     hessian = any(s.needs_hessian for s in specs)
-    for i, (spec, seed) in enumerate(todo):
+
+    def stats_for(which, p, seed):
+        if (which, seed) not in stats_cache:      # kept for every seed (about 1 GB each with Hessians)
+            stats_cache[(which, seed)] = calibration.calibrate(model, p, calibration_batches(
+                tok, config.calib_sequences, config.calib_length, seed), hessian=hessian)
+        return stats_cache[(which, seed)]
+
+    for i, (spec, seed) in enumerate([] if config.summarize_only else todo):
+        if i == privacy_after and canaries:
+            _privacy_rows(config, model, tok, tuned, canaries, specs, rows, rows_path, stats_for)
         if _row_key(spec.name, seed) in rows:
             continue
         t1 = time.perf_counter()
-        stats = None
-        if spec.calibrated:
-            if ("dense", seed) not in stats_cache:      # kept for every seed (about 1 GB each with Hessians)
-                stats_cache[("dense", seed)] = calibration.calibrate(model, params, calibration_batches(
-                    tok, config.calib_sequences, config.calib_length, seed), hessian=hessian)
-            stats = stats_cache[("dense", seed)]
+        stats = stats_for("dense", params, seed) if spec.calibrated else None
         params_c, report = compress_model(params, stats, spec)
         progress.log(f"[{i + 1}/{len(todo)}] {spec.name} seed {seed}: compressed in {time.perf_counter() - t1:.0f}s")
         llm = LocalLLM(model, params_c, tok, batch_size=config.batch_size, row_multiple=8)
         outcome = harness.evaluate(llm, suite, seed=seed)
         _append(rows_path, rows, {"spec": spec.name, "seed": seed, "bits_per_weight": report.bits_per_weight,
                                   "sparsity": report.sparsity, "compress_seconds": report.seconds, "outcome": outcome})
-    if canaries:      # privacy: the fine-tuned model under every spec, calibration seed 0
-        stats_cache.clear()
-        for i, spec in enumerate(specs):
-            if _row_key(f"privacy:{spec.name}", 0) in rows:
-                continue
-            stats = None
-            if spec.calibrated:
-                if ("tuned", 0) not in stats_cache:
-                    stats_cache[("tuned", 0)] = calibration.calibrate(model, tuned, calibration_batches(
-                        tok, config.calib_sequences, config.calib_length, 0), hessian=hessian)
-                stats = stats_cache[("tuned", 0)]
-            params_c, report = compress_model(tuned, stats, spec)
-            llm = LocalLLM(model, params_c, tok, batch_size=config.batch_size, row_multiple=8)
-            outcome = {"privacy": harness.privacy_outcome(llm, canaries)}
-            progress.log(f"[privacy {i + 1}/{len(specs)}] {spec.name}: score {outcome['privacy']['score']:.1f} "
-                         f"(leak rate {outcome['privacy']['leak_rate']:.2f}, held out {outcome['privacy']['leak_rate_heldout']:.2f})")
-            _append(rows_path, rows, {"spec": f"privacy:{spec.name}", "seed": 0, "bits_per_weight": report.bits_per_weight,
-                                      "sparsity": report.sparsity, "compress_seconds": report.seconds, "outcome": outcome})
+    if canaries and not config.summarize_only:
+        _privacy_rows(config, model, tok, tuned, canaries, specs, rows, rows_path, stats_for)
     by_spec: dict[str, list[dict]] = {}
-    for spec, seed in todo:
-        by_spec.setdefault(spec.name, []).append(rows[_row_key(spec.name, seed)])
-    privacy_rows = {s.name: [rows[_row_key(f"privacy:{s.name}", 0)]] for s in specs} if canaries else {}
+    for spec, seed in sorted(todo, key=lambda t: specs.index(t[0])):
+        if _row_key(spec.name, seed) in rows:
+            by_spec.setdefault(spec.name, []).append(rows[_row_key(spec.name, seed)])
+    privacy_rows = {s.name: [rows[_row_key(f"privacy:{s.name}", 0)]] for s in specs
+                    if _row_key(f"privacy:{s.name}", 0) in rows} if canaries else {}
+    if "dense" not in by_spec:
+        raise ValueError(f"no dense row in {rows_path}: nothing to compare with")
     summary = summarize(by_spec, suite, config.n_boot, privacy_rows, canaries)
     dims = [d for d in DIMENSIONS if d != "privacy" or canaries]
     (workdir / "table.md").write_text(table_markdown(summary, dims) + "\n")

@@ -4,6 +4,8 @@ method and level, through the trust probes, the canary privacy probe and the uti
 Runbook:
     python scripts/run.py --config=jaxml/papers/comptrust/configs/trust.py --workdir=/tmp/comptrust
     python scripts/run.py --config=jaxml/papers/comptrust/configs/trust.py:quick --workdir=/tmp/comptrust_quick
+    python scripts/run.py --config=jaxml/papers/comptrust/configs/trust.py:summarize_only=True --workdir=/tmp/comptrust
+        # the table, claims and figure from the rows a stopped run left, each spec pooled over the seeds it reached
     (2 CPU cores; a run killed midway resumes from `rows.jsonl` and the saved fine-tuned model in its
     workdir. Full: the dense model fine-tuned on 8 canaries (plus 8 held out), then RTN/GPTQ/AWQ at
     W8/W4/W3 and magnitude/Wanda/SparseGPT at 50%, 1:2, 2:4, 4:8, calibration seeds 0-2 for GPTQ, AWQ,
@@ -24,7 +26,7 @@ PRUNE = tuple(f"{m}-{p}" for m in ("magnitude", "wanda", "sparsegpt") for p in (
 
 
 def get_config(arg=None):
-    c, scale = experiment_config("comptrust/trust", arg, n_seeds=-1)
+    c, scale = experiment_config("comptrust/trust", arg, n_seeds=-1, summarize_only=False)
     c.decoder_layers = by_scale(scale, tiny=1, quick=0, full=0)      # 0 = all 30
     c.specs = by_scale(scale, tiny=("dense", "wanda-2:4"),
                        quick=("dense", "rtn-w4", "rtn-w3", "magnitude-2:4"), full=("dense",) + QUANT + PRUNE)
