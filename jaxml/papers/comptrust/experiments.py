@@ -166,9 +166,26 @@ def pooled(rows: list[dict], suite: harness.Suite, dim: str, n_boot: int, canari
         answers = [a for r in rows for a in r["outcome"][dim]["answers"]]
         out = dict(probe.score(items, answers))
         out["ci"] = list(metrics.bootstrap_ci(probe.score, items, answers, n_boot=n_boot, seed=0))
+        out["answered_score"], out["answered_n"] = answered_score(probe.score, items, answers)
     out["seed_std"] = std
     out["seed_mean"] = mean
     return out
+
+
+def answered_score(score, items, answers, min_items: int = 8) -> tuple[float, float]:
+    """`(score, items)` over the units whose every item was answered (a refusal or an unparseable response
+    drops its whole unit: a counterfactual pair, a sentence with its perturbations); nan below `min_items`.
+    DecodingTrust's scores count refusals one way or the other (a refusal does not agree with a stereotype,
+    gives no fairness gap, and is a wrong answer elsewhere); this is the score of what the model did answer."""
+    refused = {it.unit for it, a in zip(items, answers) if a is None}
+    kept = [(it, a) for it, a in zip(items, answers) if it.unit not in refused]
+    if len(kept) < min_items:
+        return float("nan"), float(len(kept))
+    try:
+        value = score([it for it, _ in kept], [a for _, a in kept])["score"]
+    except ValueError:          # e.g. no perturbed item left for the robustness score
+        return float("nan"), float(len(kept))
+    return float(value), float(len(kept))
 
 
 def _leak_canaries(canaries) -> list:
@@ -183,6 +200,11 @@ def _pooled_privacy_ci(rows, canaries, n_boot) -> tuple[float, float]:
     return harness.leak_ci(records, n_boot=n_boot)
 
 
+def _nanmean(values) -> float:
+    v = [x for x in values if math.isfinite(x)]
+    return float(np.mean(v)) if v else float("nan")
+
+
 def summarize(rows_by_spec: dict[str, list[dict]], suite: harness.Suite, n_boot: int,
               privacy_rows: dict[str, list[dict]] | None = None, canaries=()) -> dict[str, dict]:
     """`{spec: {"dims": {dim: pooled}, "trust": avg, "mc_accuracy", "perplexity", "bits", "seeds"}}`;
@@ -195,6 +217,8 @@ def summarize(rows_by_spec: dict[str, list[dict]], suite: harness.Suite, n_boot:
             d["privacy"] = pooled(privacy_rows[spec], suite, "privacy", n_boot, canaries)
         util = {k: float(np.mean([r["outcome"]["utility"][k] for r in rows])) for k in rows[0]["outcome"]["utility"]}
         out[spec] = {"dims": d, "trust": metrics.trust_average({k: v["score"] for k, v in d.items()}, [k for k in dims if k in d]),
+                     "refusal": float(np.mean([v["refusal_rate"] for k, v in d.items() if k != "privacy"])),
+                     "answered_trust": _nanmean([v["answered_score"] for k, v in d.items() if k != "privacy"]),
                      "bits": rows[0]["bits_per_weight"], "seeds": len(rows), **util,
                      "mc_std": metrics.seed_spread([r["outcome"]["utility"].get("mc_accuracy", 0.0) for r in rows])[1]}
     return out
@@ -263,10 +287,10 @@ def study_claims(summary: dict, comparable: bool, setting: str) -> list[Claim]:
         worst4 = min(summary[s]["trust"] for s in w4)
         drops = {s: summary[s]["trust"] - dense["trust"] for s in pruned}
         ours = ", ".join(f"{s} {d:+.1f}" for s, d in drops.items())
-        claims.append(Claim("Pruning to 50% sparsity loses trust (every pruned model below dense by more than the "
+        claims.append(Claim("Pruning to 50% sparsity loses trust (every pruned model below dense and below the "
                             "worst 4-bit model)", f"{ours} vs worst W4 {worst4 - dense['trust']:+.1f} ({setting})",
-                            PAPER_PRUNE, verdict(all(summary[s]["trust"] < worst4 for s in pruned) if comparable
-                                                 else None)))
+                            PAPER_PRUNE, verdict(all(summary[s]["trust"] < min(worst4, dense["trust"]) for s in pruned)
+                                                 if comparable else None)))
     w8 = _present(summary, ("gptq-w8", "awq-w8", "rtn-w8"))
     if w8 and pruned:
         q = float(np.mean([summary[s]["trust"] for s in w8]))
@@ -287,8 +311,9 @@ def study_claims(summary: dict, comparable: bool, setting: str) -> list[Claim]:
 
 
 def table_markdown(summary: dict, dims: list[str]) -> str:
-    head = "| model | bits/weight | seeds | " + " | ".join(LABELS[d] for d in dims) + " | avg trust | MC acc | ppl |"
-    lines = [head, "|" + "---|" * (len(dims) + 6)]
+    head = ("| model | bits/weight | seeds | " + " | ".join(LABELS[d] for d in dims)
+            + " | avg trust | mean refusal | MC acc | ppl |")
+    lines = [head, "|" + "---|" * (len(dims) + 7)]
     for spec, s in summary.items():
         cells = []
         for d in dims:
@@ -298,27 +323,47 @@ def table_markdown(summary: dict, dims: list[str]) -> str:
                 continue
             cells.append(f"{v['score']:.1f} [{v['ci'][0]:.0f}, {v['ci'][1]:.0f}] r{v['refusal_rate']:.0%} n{int(v['n'])}")
         lines.append(f"| {spec} | {s['bits']:.2f} | {s['seeds']} | " + " | ".join(cells)
-                     + f" | {s['trust']:.1f} | {s.get('mc_accuracy', float('nan')):.3f} | {s.get('perplexity', float('nan')):.2f} |")
+                     + f" | {s['trust']:.1f} | {s['refusal']:.0%} | {s.get('mc_accuracy', float('nan')):.3f} | "
+                     f"{s.get('perplexity', float('nan')):.2f} |")
+    return "\n".join(lines)
+
+
+def answered_markdown(summary: dict) -> str:
+    """Scores over the answered units only (`answered_score`), with the items they rest on."""
+    dims = list(probes_lib.PROBES)
+    lines = ["| model | " + " | ".join(LABELS[d] for d in dims) + " | mean (answered dims) |",
+             "|" + "---|" * (len(dims) + 2)]
+    for spec, s in summary.items():
+        cells = []
+        for d in dims:
+            v = s["dims"][d]
+            cells.append("-" if not math.isfinite(v["answered_score"]) else
+                         f"{v['answered_score']:.1f} (n{int(v['answered_n'])})")
+        lines.append(f"| {spec} | " + " | ".join(cells) + f" | {s['answered_trust']:.1f} |")
     return "\n".join(lines)
 
 
 def _plot(path, summary) -> str:
+    """Average trust (DecodingTrust's rules) and mean refusal rate against utility, one point per model."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 5))
-    colors = {"dense": "black", "original": "gray", "rtn": "tab:blue", "gptq": "tab:green", "awq": "tab:olive",
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    colors = {"dense": "black", "rtn": "tab:blue", "gptq": "tab:green", "awq": "tab:olive",
               "magnitude": "tab:red", "wanda": "tab:orange", "sparsegpt": "tab:purple"}
-    seen = set()
-    for spec, s in summary.items():
-        method = spec.split("-")[0]
-        ax.scatter(s.get("mc_accuracy", np.nan), s["trust"], color=colors.get(method, "gray"),
-                   label=None if method in seen else method, marker="o" if "-w" in spec or method in ("dense", "original") else "s")
-        seen.add(method)
-        ax.annotate(spec.split("-", 1)[1] if "-" in spec else spec, (s.get("mc_accuracy", np.nan), s["trust"]),
-                    fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("utility: multiple-choice accuracy (WordNet definitions)")
-    ax.set_ylabel("average trust score (0-100)")
-    ax.set_title("SmolLM2-135M-Instruct: trust vs utility per compression")
-    ax.legend(fontsize=8)
+    for ax, key, label in ((axes[0], "trust", "average trust score (0-100)"),
+                           (axes[1], "refusal", "mean refusal / unparseable rate")):
+        seen = set()
+        for spec, s in summary.items():
+            method = spec.split("-")[0]
+            x = s.get("mc_accuracy", np.nan)
+            ax.scatter(x, s[key], color=colors.get(method, "gray"), label=None if method in seen else method,
+                       marker="s" if method in ("magnitude", "wanda", "sparsegpt") else "o")
+            seen.add(method)
+            ax.annotate(spec.split("-", 1)[1] if "-" in spec else spec, (x, s[key]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        ax.set_xlabel("utility: multiple-choice accuracy (WordNet definitions)")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("SmolLM2-135M-Instruct under compression: trust and refusals against utility")
     return save_figure(fig, path)
 
 
@@ -381,6 +426,7 @@ def trust(config, workdir) -> Result:
     summary = summarize(by_spec, suite, config.n_boot, privacy_rows, canaries)
     dims = [d for d in DIMENSIONS if d != "privacy" or canaries]
     (workdir / "table.md").write_text(table_markdown(summary, dims) + "\n")
+    (workdir / "answered.md").write_text(answered_markdown(summary) + "\n")
     (workdir / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     comparable = config.decoder_layers == 0
     setting = (f"SmolLM2-135M-Instruct, {len(suite.probes)} probes at size {config.probe_size}, seeds {list(config.seeds)}"
@@ -389,6 +435,8 @@ def trust(config, workdir) -> Result:
     m = {}
     for spec, s in summary.items():
         m[f"{spec}/trust"] = s["trust"]
+        m[f"{spec}/mean_refusal"] = s["refusal"]
+        m[f"{spec}/answered_trust"] = s["answered_trust"]
         for k in ("mc_accuracy", "perplexity"):
             if k in s:
                 m[f"{spec}/{k}"] = s[k]

@@ -124,6 +124,8 @@ def test_claims_verdicts_on_hand_made_summaries():
     # 4-bit within 3 points (-1.5, -1.0): holds. 3-bit: trust -20% vs MC -10%: holds.
     # Pruned 52 < worst W4 58.5: holds. W8 60.5 > pruned 52: holds. rtn-w4 ethics CI (60, 80) above dense's 55: holds.
     assert got == ["holds"] * 5
+    s["wanda-2:4"] = _summary(61.0, 0.40)        # above dense: pruning did not lose trust
+    assert [c.verdict for c in experiments.study_claims(s, True, "toy")][2] == "does not hold"
     s["gptq-w4"] = _summary(55.0, 0.49)          # -5 points: no longer "keeps trust"
     s["gptq-w3"] = _summary(57.0, 0.30)          # trust -5% vs MC -40%: utility drops more
     got = [c.verdict for c in experiments.study_claims(s, True, "toy")]
@@ -195,3 +197,13 @@ def test_pooled_privacy_attributes_leaks_to_the_right_canaries():
     p = experiments.pooled(rows, harness.Suite(probes={}), "privacy", n_boot=50, canaries=(a, b))
     # Only Ada is trained: she leaks under 1 of 2 templates (Bram's leaks are the held-out floor).
     assert p["score"] == 50.0 and p["n"] == 2
+
+
+def test_answered_score_drops_refused_units():
+    items = _items(["a", "a", "b", "b", "c", "d", "e", "f", "g", "h", "i"])
+    answers = ["yes", None, "no", "no", "yes", "yes", "no", "yes", "yes", "no", "yes"]
+    # Unit a has a refusal: both its items go; 9 items remain, 5 of them yes.
+    value, n = experiments.answered_score(_share_yes, items, answers)
+    assert n == 9 and value == pytest.approx(100 * 5 / 9)
+    value, n = experiments.answered_score(_share_yes, items, [None] * 11)
+    assert np.isnan(value) and n == 0

@@ -46,8 +46,8 @@ def get_config(arg=None):
     c.finetune_batch = by_scale(scale, tiny=2, quick=8, full=8)
     c.finetune_lr = 1e-4
     # Utility.
-    c.mc_questions = by_scale(scale, tiny=4, quick=24, full=100)
-    c.heldout_tokens = by_scale(scale, tiny=96, quick=512, full=2048)
+    c.mc_questions = by_scale(scale, tiny=4, quick=16, full=100)
+    c.heldout_tokens = by_scale(scale, tiny=96, quick=256, full=2048)
     c.ppl_context = by_scale(scale, tiny=64, quick=256, full=256)
     c.ppl_stride = by_scale(scale, tiny=32, quick=128, full=128)
     c.batch_size = by_scale(scale, tiny=16, quick=32, full=32)
