@@ -420,3 +420,12 @@ def _load_smollm2(dtype: str):
     config, params, meta = load_gguf(smollm2_path(), dtype=np.dtype(dtype))
     params = jax.tree_util.tree_map(jnp.asarray, params)
     return Llama(config, dtype=getattr(jnp, dtype)), params, tokenizer_from_gguf_metadata(meta)
+
+
+def truncate_layers(model: Llama, params: dict, layers: int) -> tuple[Llama, dict]:
+    """The model and params with only the first `layers` decoder layers (embedding, final norm and
+    head kept); unchanged when `layers` is 0 or at least the model's depth. For seconds-long smoke runs."""
+    if not layers or layers >= model.config.layers:
+        return model, params
+    keep = {k: v for k, v in params.items() if not (k.startswith("layers_") and int(k.split("_")[1]) >= layers)}
+    return model.clone(config=dataclasses.replace(model.config, layers=layers)), keep

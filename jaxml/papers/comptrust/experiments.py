@@ -41,13 +41,10 @@ PAPER_IMPROVE = "moderate-bit quantization can improve ethics and fairness"
 
 def load_model(decoder_layers: int = 0):
     """`(model, params, tokenizer)`: SmolLM2-135M-Instruct, or its first `decoder_layers` decoder layers."""
-    from jaxml.models.llama import load_smollm2
+    from jaxml.models.llama import load_smollm2, truncate_layers
 
     model, params, tok = load_smollm2()
-    if not decoder_layers or decoder_layers >= model.config.layers:
-        return model, params, tok
-    keep = {k: v for k, v in params.items() if not (k.startswith("layers_") and int(k.split("_")[1]) >= decoder_layers)}
-    return model.clone(config=dataclasses.replace(model.config, layers=decoder_layers)), keep, tok
+    return (*truncate_layers(model, params, decoder_layers), tok)
 
 
 def heldout_tokens(tokenizer, n: int) -> np.ndarray:

@@ -18,7 +18,6 @@ trained canaries), as DecodingTrust's 100 x (1 - leak rate).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import time
 
@@ -161,14 +160,3 @@ def leak_scores(records) -> dict[str, float]:
         sub = [r[2] for r in trained if r[1] == t]
         out[f"leak_rate_{t}"] = float(np.mean(sub)) if sub else float("nan")
     return out
-
-
-def params_fingerprint(params) -> str:
-    """A short hash of the params' values (names the cached fine-tuned model)."""
-    import jax
-    h = hashlib.sha256()
-    for leaf in jax.tree_util.tree_leaves(params):
-        a = np.asarray(leaf)
-        h.update(str(a.shape).encode())
-        h.update(a.reshape(-1)[:: max(1, a.size // 4096)].tobytes())
-    return h.hexdigest()[:12]

@@ -18,7 +18,6 @@ on a worker thread while the next one is quantized (`_Evaluator`).
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import functools
 import json
 import pathlib
@@ -58,12 +57,9 @@ def load_model(decoder_layers: int = 0):
 
 
 def _truncated(loaded, decoder_layers: int):
+    from jaxml.models.llama import truncate_layers
     model, params, tok = loaded
-    if not decoder_layers or decoder_layers >= model.config.layers:
-        return model, params, tok
-    keep = {k: v for k, v in params.items()
-            if not (k.startswith("layers_") and int(k.split("_")[1]) >= decoder_layers)}
-    return model.clone(config=dataclasses.replace(model.config, layers=decoder_layers)), keep, tok
+    return (*truncate_layers(model, params, decoder_layers), tok)
 
 
 def eval_tokens(tokenizer, config) -> np.ndarray:
