@@ -5,6 +5,12 @@ split over it by regex rules). `config.mesh = {"data": -1, "model": 1}` by defau
 remaining devices. Parameters are replicated unless a rule in `config.param_sharding` names an
 axis: a list of `(regex over the "/"-joined parameter path, partition spec tuple)`, first match
 wins, for example `[("mlp/.*kernel", (None, "model"))]`.
+
+Models may instead annotate their parameters with logical axis names (`flax.linen.
+with_logical_partitioning`, e.g. `jaxml.nn.layers.Linear(kernel_axes=("embed", "mlp"))`);
+`logical_sharding_rules` turns those annotations into the same `(regex, spec)` rules through a
+logical-to-mesh table (`LOGICAL_AXIS_RULES`: heads and MLP units over `model`, the embedding
+replicated, as in Megatron-style tensor parallelism).
 """
 
 from __future__ import annotations
@@ -93,6 +99,44 @@ def param_shardings(abstract_tree: Any, mesh: Mesh,
         return NamedSharding(mesh, P())
 
     return jax.tree_util.tree_map_with_path(one, abstract_tree)
+
+
+# Logical axis -> mesh axis (None = replicated). Tensor parallelism: the qkv and MLP-in kernels split
+# their outputs, attention-out and MLP-out kernels their inputs, over `model`.
+LOGICAL_AXIS_RULES: tuple[tuple[str, str | None], ...] = (("embed", None), ("heads", MODEL), ("mlp", MODEL))
+
+
+def logical_sharding_rules(boxed_params: Any, axis_rules: Sequence[tuple[str, str | None]] = LOGICAL_AXIS_RULES
+                           ) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+    """`(regex, spec)` rules for `param_shardings` from a params tree with logical annotations.
+
+    Args:
+      boxed_params: params (or `jax.eval_shape` of them) as a model's `init` returns them, with
+        `flax.linen.LogicallyPartitioned` leaves where the model annotated logical axes.
+      axis_rules: `(logical name, mesh axis or None)` pairs; a name missing from them is an error.
+    Returns:
+      One rule per annotated parameter that maps to a mesh axis; the regex matches the path's end
+      (`(^|/)block_0/attn/qkv/kernel$`), so it also catches the optimizer's moments of that parameter.
+    """
+    import flax.linen as nn
+
+    known = {name for name, _ in axis_rules}
+    rules = []
+
+    def one(path, leaf):
+        if not isinstance(leaf, nn.LogicallyPartitioned):
+            return
+        missing = [a for a in leaf.names if a is not None and a not in known]
+        if missing:
+            raise ValueError(f"logical_sharding_rules: {path_name(path)!r} uses logical axes {missing} that "
+                             f"axis_rules do not map; mapped: {sorted(known)}")
+        spec = tuple(nn.logical_to_mesh_axes(leaf.names, tuple(axis_rules)))
+        if any(a is not None for a in spec):
+            rules.append((f"(^|/){re.escape(path_name(path))}$", spec))
+
+    jax.tree_util.tree_map_with_path(one, boxed_params,
+                                     is_leaf=lambda x: isinstance(x, nn.LogicallyPartitioned))
+    return tuple(rules)
 
 
 def check_batch_divisible(batch_size: int, mesh: Mesh, what: str = "batch_size") -> None:

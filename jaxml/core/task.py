@@ -15,6 +15,10 @@ Optional:
     value_and_grad(params, batch, rng) -> ((loss, metrics), grads)
                                                     # replaces jax.value_and_grad(loss), e.g. to
                                                     # read diagnostics out of a custom backward pass
+    param_sharding() -> ((regex, partition spec), ...)
+                                                    # sharding rules for the params, after
+                                                    # config.param_sharding (e.g. from logical
+                                                    # axes: jaxml.core.mesh.logical_sharding_rules)
 
 Stateful tasks (state that gradients do not train, such as BatchNorm running statistics) define
 `init_state` and then take and return the state:

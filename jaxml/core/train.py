@@ -135,7 +135,9 @@ def abstract_train_state(task, config, mesh, tx, sample_batch: dict[str, np.ndar
     """Returns `(abstract_state, state_shardings)` without computing anything (`jax.eval_shape`)."""
     init_fn, init_rng = _init_fn(task, config, tx)
     abstract = jax.eval_shape(init_fn, init_rng, sample_batch)
-    return abstract, mesh_lib.param_shardings(abstract, mesh, tuple(config.param_sharding))
+    task_rules = getattr(task, "param_sharding", None)
+    rules = tuple(config.param_sharding) + (tuple(task_rules()) if callable(task_rules) else ())
+    return abstract, mesh_lib.param_shardings(abstract, mesh, rules)
 
 
 def create_train_state(task, config, mesh, tx, sample_batch: dict[str, np.ndarray]):
@@ -361,13 +363,16 @@ def _save_config(config: ml_collections.ConfigDict, workdir: pathlib.Path) -> No
     path.write_text(text)
 
 
-def load_state_params(workdir: str | pathlib.Path, task, config, devices=None) -> Any:
-    """Restores the params of the newest checkpoint in `workdir` (for notebooks and evaluation)."""
-    return load_train_state(workdir, task, config, devices).params
+def load_state_params(workdir: str | pathlib.Path, task, config, devices=None, step: int | None = None) -> Any:
+    """Restores the params of the checkpoint at `step` (default: the newest) in `workdir` (for
+    notebooks and evaluation)."""
+    return load_train_state(workdir, task, config, devices, step).params
 
 
-def load_train_state(workdir: str | pathlib.Path, task, config, devices=None) -> TrainState:
-    """Restores the whole TrainState (params, optimizer state, model state) of the newest checkpoint."""
+def load_train_state(workdir: str | pathlib.Path, task, config, devices=None, step: int | None = None
+                     ) -> TrainState:
+    """Restores the whole TrainState (params, optimizer state, model state) of the checkpoint at
+    `step` (default: the newest)."""
     mesh = mesh_lib.mesh_from_config(config.mesh, devices)
     train_source = task.train_data()
     steps = total_steps(config, len(train_source))
@@ -376,7 +381,7 @@ def load_train_state(workdir: str | pathlib.Path, task, config, devices=None) ->
     abstract, shardings = abstract_train_state(task, config, mesh, tx, sample)
     ckpt = checkpoint_lib.Checkpointer(workdir, max(config.checkpoint_every_steps, 1))
     try:
-        state = ckpt.restore(checkpoint_lib.abstract_with_shardings(abstract, shardings))
+        state = ckpt.restore(checkpoint_lib.abstract_with_shardings(abstract, shardings), step=step)
     finally:
         ckpt.close()
     return state

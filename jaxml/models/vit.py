@@ -35,7 +35,8 @@ Pool = Literal["cls", "mean"]
 POOLS = ("cls", "mean")
 
 
-def _check_patch_grid(shape: tuple[int, ...], patch_size: int, where: str) -> None:
+def check_patch_grid(shape: tuple[int, ...], patch_size: int, where: str) -> None:
+    """Raises ValueError unless `shape` is [batch, H, W, C] with H and W multiples of `patch_size`."""
     if len(shape) != 4:
         raise ValueError(f"{where}: expected images [batch, height, width, channels], got shape {shape}")
     if patch_size < 1:
@@ -55,7 +56,7 @@ def image_to_patches(images: jax.Array, patch_size: int) -> jax.Array:
     Returns:
       [batch, (H // p) * (W // p), p * p * C], each patch flattened in (row, col, channel) order.
     """
-    _check_patch_grid(images.shape, patch_size, "image_to_patches")
+    check_patch_grid(images.shape, patch_size, "image_to_patches")
     b, h, w, c = images.shape
     p = patch_size
     x = images.reshape(b, h // p, p, w // p, p, c).transpose(0, 1, 3, 2, 4, 5)
@@ -81,7 +82,7 @@ def patches_to_pixels(patch_relevance: jax.Array, image_shape: tuple[int, int], 
     if len(image_shape) != 2:
         raise ValueError(f"patches_to_pixels: image_shape must be (height, width), got {image_shape}")
     h, w = (int(s) for s in image_shape)
-    _check_patch_grid((1, h, w, 1), patch_size, "patches_to_pixels")
+    check_patch_grid((1, h, w, 1), patch_size, "patches_to_pixels")
     gh, gw = h // patch_size, w // patch_size
     b, n = patch_relevance.shape
     if n != gh * gw:
@@ -94,55 +95,97 @@ def patches_to_pixels(patch_relevance: jax.Array, image_shape: tuple[int, int], 
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention without a mask: x [batch, len, hidden] -> [batch, len, hidden].
+    """Multi-head self-attention: x [batch, len, hidden] (and an optional mask) -> [batch, len, hidden].
 
     q, k, v come from one fused `qkv` Linear; the attention itself is `ops.attention(q, k, v,
-    None)` with q/k/v [batch, len, heads, head_dim]; `out` projects the heads back.
+    mask)` with q/k/v [batch, len, heads, head_dim] and mask bool broadcastable to [batch, heads,
+    len, len] (None = full attention); `out` projects the heads back. `logical_axes` annotates the
+    kernels ('embed' -> 'heads' for qkv, 'heads' -> 'embed' for out) for model-axis sharding.
     """
 
     heads: int
     ops: Ops = DEFAULT_OPS
+    use_bias: bool = True
+    logical_axes: bool = False
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         b, t, d = x.shape
         head_dim = d // self.heads
-        qkv = Linear(3 * d, ops=self.ops, name="qkv")(x).reshape(b, t, 3, self.heads, head_dim)
+        axes = (lambda a: a) if self.logical_axes else (lambda a: None)
+        qkv = Linear(3 * d, use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("embed", "heads")),
+                     name="qkv")(x).reshape(b, t, 3, self.heads, head_dim)
         q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-        out = self.ops.attention(q, k, v, None)
-        return Linear(d, ops=self.ops, name="out")(out.reshape(b, t, d))
+        out = self.ops.attention(q, k, v, mask)
+        return Linear(d, use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("heads", "embed")),
+                      name="out")(out.reshape(b, t, d))
 
 
 class MLP(nn.Module):
-    """Linear -> GELU (through `ops.activation`) -> Linear, [batch, len, d] -> [batch, len, d]."""
+    """Linear -> GELU (through `ops.activation`) -> Linear, [batch, len, d] -> [batch, len, d].
+
+    `logical_axes` annotates the kernels 'embed' -> 'mlp' -> 'embed'."""
 
     hidden: int
     dropout: float = 0.0
     ops: Ops = DEFAULT_OPS
+    use_bias: bool = True
+    logical_axes: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool = False) -> jax.Array:
-        h = self.ops.activation(nn.gelu, Linear(self.hidden, ops=self.ops, name="fc_in")(x))
+        axes = (lambda a: a) if self.logical_axes else (lambda a: None)
+        h = Linear(self.hidden, use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("embed", "mlp")),
+                   name="fc_in")(x)
+        h = self.ops.activation(nn.gelu, h)
         h = nn.Dropout(self.dropout, deterministic=not train)(h)
-        return Linear(x.shape[-1], ops=self.ops, name="fc_out")(h)
+        return Linear(x.shape[-1], use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("mlp", "embed")),
+                      name="fc_out")(h)
 
 
 class EncoderBlock(nn.Module):
-    """Pre-norm transformer block: x + attn(LN(x)), then x + MLP(LN(x))."""
+    """Pre-norm transformer block: x + attn(LN(x), mask), then x + MLP(LN(x)).
+
+    `use_bias=False` drops the biases of every Linear (AIM); `logical_axes` annotates the kernels
+    for sharding over the `model` mesh axis (see `SelfAttention`, `MLP`)."""
 
     heads: int
     mlp_hidden: int
     dropout: float = 0.0
     norm_eps: float = 1e-6
     ops: Ops = DEFAULT_OPS
+    use_bias: bool = True
+    logical_axes: bool = False
 
     @nn.compact
-    def __call__(self, x: jax.Array, *, train: bool = False) -> jax.Array:
-        h = SelfAttention(self.heads, self.ops, name="attn")(LayerNorm(self.norm_eps, self.ops, name="attn_norm")(x))
+    def __call__(self, x: jax.Array, *, train: bool = False, mask: jax.Array | None = None) -> jax.Array:
+        h = SelfAttention(self.heads, self.ops, self.use_bias, self.logical_axes, name="attn")(
+            LayerNorm(self.norm_eps, self.ops, name="attn_norm")(x), mask)
         x = x + nn.Dropout(self.dropout, deterministic=not train)(h)
-        h = MLP(self.mlp_hidden, self.dropout, self.ops, name="mlp")(
+        h = MLP(self.mlp_hidden, self.dropout, self.ops, self.use_bias, self.logical_axes, name="mlp")(
             LayerNorm(self.norm_eps, self.ops, name="mlp_norm")(x), train=train)
         return x + nn.Dropout(self.dropout, deterministic=not train)(h)
+
+
+def sincos_position_embedding(grid_height: int, grid_width: int, dim: int, temperature: float = 10000.0
+                              ) -> jax.Array:
+    """Fixed 2-D sine-cosine position embeddings (MAE, AIM): [grid_height * grid_width, dim].
+
+    Row-major over the patch grid, like `image_to_patches`. The first half of the features encodes
+    the row, the second half the column; each half is [sin(pos * w_i), cos(pos * w_i)] with
+    w_i = temperature ** (-i / (dim / 4)), i < dim / 4. `dim` must be a multiple of 4.
+    """
+    if dim % 4:
+        raise ValueError(f"sincos_position_embedding: dim={dim} must be a multiple of 4")
+    omega = temperature ** (-jnp.arange(dim // 4, dtype=jnp.float32) / (dim // 4))
+    rows, cols = jnp.meshgrid(jnp.arange(grid_height, dtype=jnp.float32),
+                              jnp.arange(grid_width, dtype=jnp.float32), indexing="ij")
+
+    def encode(pos):
+        angles = pos.reshape(-1)[:, None] * omega[None, :]
+        return jnp.concatenate([jnp.sin(angles), jnp.cos(angles)], axis=1)
+
+    return jnp.concatenate([encode(rows), encode(cols)], axis=1)
 
 
 class ViT(nn.Module):
@@ -180,7 +223,7 @@ class ViT(nn.Module):
         if not jnp.issubdtype(images.dtype, jnp.floating):
             raise TypeError(f"ViT: images must be floating point, got {images.dtype} (convert uint8 "
                             "images with jaxml.core.classification.to_float_images)")
-        _check_patch_grid(images.shape, self.patch_size, "ViT")
+        check_patch_grid(images.shape, self.patch_size, "ViT")
 
     @nn.compact
     def __call__(self, images: jax.Array, *, train: bool = False) -> jax.Array:

@@ -77,3 +77,23 @@ def causal_mask(q_positions: jax.Array, kv_positions: jax.Array) -> jax.Array:
 def padding_mask(key_valid: jax.Array) -> jax.Array:
     """[batch, 1, 1, kv_len] bool from a [batch, kv_len] validity mask (False = padding)."""
     return key_valid.astype(bool)[:, None, None, :]
+
+
+def prefix_causal_mask(prefix_lengths: jax.Array, length: int) -> jax.Array:
+    """[batch, 1, length, length] bool prefix-LM mask (AIM, T5's prefix LM): query q sees key k iff
+    k < prefix or k <= q.
+
+    The first `prefix` positions attend to each other bidirectionally; every later position is
+    causal. `prefix = 0` (or 1) is the plain causal mask, `prefix = length` full attention.
+
+    Args:
+      prefix_lengths: int [batch], each in [0, length].
+      length: sequence length.
+    """
+    prefix_lengths = jnp.asarray(prefix_lengths)
+    if prefix_lengths.ndim != 1 or not jnp.issubdtype(prefix_lengths.dtype, jnp.integer):
+        raise ValueError(f"prefix_causal_mask: prefix_lengths must be int [batch], got "
+                         f"{prefix_lengths.dtype}{tuple(prefix_lengths.shape)}")
+    q = jnp.arange(length)[:, None]
+    k = jnp.arange(length)[None, :]
+    return ((k < prefix_lengths[:, None, None]) | (k <= q))[:, None]

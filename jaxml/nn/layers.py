@@ -59,6 +59,9 @@ class Linear(nn.Module):
     With the collection `linear_inputs` mutable, the input is sown as `x` (calibration).
     Params may hold `packed_kernel` (e.g. a `kernels.lqer_matmul.PackedMXINT` pytree) instead of
     `kernel`; it is passed to `ops.linear` as the kernel.
+    `kernel_axes` (logical axis names of the kernel's [in, out] dims, e.g. `("embed", "mlp")`) boxes
+    the kernel in `flax.linen.LogicallyPartitioned` at init, and the bias gets the out axis; the
+    params then map to mesh shardings with `jaxml.core.mesh.logical_sharding_rules`.
     """
 
     features: int
@@ -66,16 +69,23 @@ class Linear(nn.Module):
     ops: Ops = DEFAULT_OPS
     kernel_init: nn.initializers.Initializer = nn.initializers.lecun_normal()
     dtype: jnp.dtype = jnp.float32
+    kernel_axes: tuple[str | None, str | None] | None = None
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
+        kernel_init, bias_init = self.kernel_init, nn.initializers.zeros
+        if self.kernel_axes is not None:
+            if len(self.kernel_axes) != 2:
+                raise ValueError(f"Linear: kernel_axes names the [in, out] axes, got {self.kernel_axes}")
+            kernel_init = nn.with_logical_partitioning(kernel_init, tuple(self.kernel_axes))
+            bias_init = nn.with_logical_partitioning(bias_init, (self.kernel_axes[1],))
         if self.has_variable("params", "packed_kernel"):
             # An integer-packed kernel (kernels.lqer_matmul.PackedMXINT) in place of `kernel`; it
             # needs an `ops.linear` that accepts it (kernels.lqer_matmul.as_linear_op).
             kernel = self.get_variable("params", "packed_kernel")
         else:
-            kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.dtype)
-        bias = self.param("bias", nn.initializers.zeros, (self.features,), self.dtype) if self.use_bias else None
+            kernel = self.param("kernel", kernel_init, (x.shape[-1], self.features), self.dtype)
+        bias = self.param("bias", bias_init, (self.features,), self.dtype) if self.use_bias else None
         if self.is_mutable_collection("linear_inputs"):
             self.sow("linear_inputs", "x", x)
         if self.has_variable("params", "lowrank_a"):
