@@ -27,8 +27,8 @@ EXPECTED = {
                                                                                    "fairness", "privacy"))
                                   and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("_refusal"))
                                   and "wanda-2:4/robustness" in r.metrics),
-    # 8 pretraining steps: the validation next-patch loss falls between the two checkpoints (measured 1.34 ->
-    # 1.17), every probe accuracy is a share
+    # 8 pretraining steps: the validation next-patch loss falls between the two checkpoints (measured 1.52 ->
+    # 1.38), every probe accuracy is a share
     "aim/study": lambda r: (r.metrics["S/step4/val_loss"] > r.metrics["S/step8/val_loss"]
                             and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("attentive"))),
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.

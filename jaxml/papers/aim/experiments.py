@@ -97,19 +97,21 @@ def load_data(config) -> dict[str, np.ndarray]:
     validation images for the next-patch loss (test split), probe train (train split, labelled)
     and probe test (test split) sets."""
     d = config.data
-    train = fashion_mnist.load("train").to_arrays()
-    test = fashion_mnist.load("test").to_arrays()
-    for key, n, limit in (("pretrain_examples", d.pretrain_examples, len(train["image"])),
-                          ("val_examples", d.val_examples, len(test["image"])),
-                          ("probe_train_examples", d.probe_train_examples, len(train["image"])),
-                          ("probe_test_examples", d.probe_test_examples, len(test["image"]))):
+    # Only the records used are decoded (a tiny run reads 512 of the 60,000 training images).
+    train, test = fashion_mnist.load("train", in_memory=False), fashion_mnist.load("test", in_memory=False)
+    for key, n, limit in (("pretrain_examples", d.pretrain_examples, len(train)),
+                          ("val_examples", d.val_examples, len(test)),
+                          ("probe_train_examples", d.probe_train_examples, len(train)),
+                          ("probe_test_examples", d.probe_test_examples, len(test))):
         if not 8 <= n <= limit:
             raise ValueError(f"aim/study: data.{key}={n} must be in [8, {limit}]")
-    return dict(pretrain=train["image"][:d.pretrain_examples], val=test["image"][:d.val_examples],
-                probe_train=train["image"][:d.probe_train_examples],
-                probe_train_labels=train["label"][:d.probe_train_examples],
-                probe_test=test["image"][-d.probe_test_examples:],
-                probe_test_labels=test["label"][-d.probe_test_examples:])
+    train_part = train[np.arange(max(d.pretrain_examples, d.probe_train_examples))]
+    val = test[np.arange(d.val_examples)]                                       # the first test images
+    probe_test = test[np.arange(len(test) - d.probe_test_examples, len(test))]   # the last ones
+    return dict(pretrain=train_part["image"][:d.pretrain_examples], val=val["image"],
+                probe_train=train_part["image"][:d.probe_train_examples],
+                probe_train_labels=train_part["label"][:d.probe_train_examples],
+                probe_test=probe_test["image"], probe_test_labels=probe_test["label"])
 
 
 # --- Loop configs ---------------------------------------------------------------------------------
@@ -190,7 +192,8 @@ class Rows:
 
 
 def pretrain(config, spec: RunSpec, data, workdir: pathlib.Path, pixels: tuple[float, float]):
-    """Runs (or resumes) one pretraining run; returns (task, loop config, {step: val loss})."""
+    """Runs (or resumes) one pretraining run; returns (task, loop config, {checkpoint step: val loss, or
+    val accuracy for the supervised run}, training-loop seconds)."""
     loop = pretrain_loop_config(config, spec)
     patch = config.patch_size
     if spec.supervised:
@@ -257,7 +260,9 @@ def probe_rows(config, rows: Rows, run: str, step: int, trunk, trunk_params, dat
         if feats is None:
             feats = feature_sets(trunk, trunk_params, data, pixels, config.probe.last_k)
         t0 = time.perf_counter()
-        accs = fit_probes(config, names, feats, data, seed, workdir / "probes" / key.replace("|", "_"))
+        # One folder per bank: a bank of other probes has other params (and checkpoints).
+        folder = "_".join([key.replace("|", "_"), *names])
+        accs = fit_probes(config, names, feats, data, seed, workdir / "probes" / folder)
         rows.add(key, run=run, step=step, seed=seed, accuracy=accs, seconds=time.perf_counter() - t0)
         progress.log(f"aim: probes on {run} step {step}, seed {seed}: "
                      + ", ".join(f"{n} {a:.4f}" for n, a in accs.items()))
@@ -277,6 +282,8 @@ def study(config, workdir) -> Result:
     data = load_data(config)
     pixels = pixel_stats(data["pretrain"])
     seeds = tuple(range(config.seed, config.seed + int(config.probe.seeds)))
+    # Every trunk gets the same bank of probes: one compiled program serves them all (the persistent
+    # compilation cache), and every checkpoint has all three accuracies.
     every_probe = tuple(PROBE_BANKS)
     patch = config.patch_size
     sizes, ablations = size_specs(config), ablation_specs(config)
@@ -292,13 +299,12 @@ def study(config, workdir) -> Result:
         for step in sorted(losses):
             params = load_state_params(workdir / "runs" / name, task, loop, step=step)
             trunk_params_count[name] = num_params(params["trunk"])
-            last = step == max(losses)
-            probe_rows(config, rows, name, step, trunk, params["trunk"], data, pixels, workdir,
-                       every_probe if last else ("attentive",), seeds)
+            probe_rows(config, rows, name, step, trunk, params["trunk"], data, pixels, workdir, every_probe, seeds)
             acc, std = accuracy_of(rows, name, step, "attentive", seeds)
             points.append((name, step, losses[step], acc, std))
             metrics[f"{name}/step{step}/val_loss"] = losses[step]
             metrics[f"{name}/step{step}/attentive"] = acc
+            metrics[f"{name}/step{step}/linear"] = accuracy_of(rows, name, step, "linear", seeds)[0]
         final = max(losses)
         metrics[f"{name}/val_loss"] = losses[final]
         for label in every_probe:
@@ -307,8 +313,7 @@ def study(config, workdir) -> Result:
         # The random-trunk reference of the same size.
         random_params = jax.jit(trunk.init)(jax.random.PRNGKey(config.seed + 99),
                                             jnp.zeros((1,) + data["pretrain"].shape[1:], jnp.float32))["params"]
-        probe_rows(config, rows, f"{name}_random", 0, trunk, random_params, data, pixels, workdir,
-                   ("attentive", "linear"), seeds)
+        probe_rows(config, rows, f"{name}_random", 0, trunk, random_params, data, pixels, workdir, every_probe, seeds)
         for label in ("attentive", "linear"):
             metrics[f"{name}_random/{label}"], metrics[f"{name}_random/{label}_std"] = accuracy_of(
                 rows, f"{name}_random", 0, label, seeds)
@@ -331,7 +336,7 @@ def study(config, workdir) -> Result:
         final = max(accs)
         params = load_state_params(workdir / "runs" / spec.name, task, loop, step=final)
         probe_rows(config, rows, spec.name, final, spec.trunk(patch), params["trunk"], data, pixels, workdir,
-                   ("attentive", "linear"), seeds)
+                   every_probe, seeds)
         metrics["supervised/val_accuracy"] = accs[final]
         metrics["supervised/train_time_s"] = train_time
         for label in ("attentive", "linear"):
@@ -343,6 +348,8 @@ def study(config, workdir) -> Result:
     if len(points) >= 3:
         metrics["pearson_loss_accuracy"] = am.pearson(losses_all, accs_all)
         metrics["spearman_loss_accuracy"] = am.spearman(losses_all, accs_all)
+        metrics["pearson_loss_linear"] = am.pearson(
+            losses_all, [metrics[f"{p[0]}/step{p[1]}/linear"] for p in points])
     ab_name = config.ablation_size
     metrics["margin_over_random"] = 100 * (metrics[f"{ab_name}/attentive"] - metrics[f"{ab_name}_random/attentive"])
 
@@ -425,12 +432,13 @@ def write_tables(config, points, m, sizes, ablations, seeds, workdir: pathlib.Pa
     """Writes `tables.md` (loss vs accuracy, ablations, references); returns its path."""
     lines = [f"Attentive-probe accuracy (%) on {config.data.probe_test_examples} Fashion-MNIST test images, mean ± std "
              f"over {len(seeds)} probe seed(s); features: mean of the last {config.probe.last_k} blocks.", "",
-             "| size | trunk params | step | val loss | attentive acc |", "|---|---|---|---|---|"]
+             "| size | trunk params | step | val loss | attentive acc | linear acc |", "|---|---|---|---|---|---|"]
     for name, step, loss, acc, std in points:
-        lines.append(f"| {name} | {int(m[f'{name}/params']):,} | {step} | {loss:.4f} | {100 * acc:.2f} ± {100 * std:.2f} |")
+        lines.append(f"| {name} | {int(m[f'{name}/params']):,} | {step} | {loss:.4f} | {100 * acc:.2f} ± {100 * std:.2f} | "
+                     f"{100 * m[f'{name}/step{step}/linear']:.2f} |")
     if "pearson_loss_accuracy" in m:
         lines += ["", f"Pearson r = {m['pearson_loss_accuracy']:.3f}, Spearman rho = {m['spearman_loss_accuracy']:.3f} "
-                      f"over {len(points)} points."]
+                      f"over {len(points)} points (linear probe: r = {m['pearson_loss_linear']:.3f})."]
     lines += ["", "| run | val loss | attentive (last k) | attentive (last block) | linear |", "|---|---|---|---|---|"]
     ab = config.ablation_size
     lines.append(f"| {ab} (prefix, normalised, head 2) | {m[f'{ab}/val_loss']:.4f} | {_pct(m, f'{ab}/attentive')} | "
