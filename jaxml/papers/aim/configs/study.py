@@ -10,7 +10,7 @@ each, the four ablations at size S, a supervised ViT of size S and random trunks
 probes on 10k/10k images, 2 probe seeds. Measured: Pearson r = -0.920 (Spearman -0.937) of validation
 loss and attentive-probe accuracy over the 12 (size, checkpoint) points; final attentive accuracy
 79.8 / 82.2 / 83.0% vs random trunks 74.9 / 77.6 / 78.4%.
-Quick (56 s): one size (d = 32, 2 blocks), 600 steps of batch 64, three checkpoints, probes on 2k/2k
+Quick (55 s to 1m17s over three runs): one size (d = 32, 2 blocks), 600 steps of batch 64, three checkpoints, probes on 2k/2k
 images, one seed: r = -0.972 over 3 points, 72.1% vs random 68.1%. Tiny: seconds (tests, notebook).
 The paper: a strong loss-accuracy correlation (Fig. 4) and IN-1k attentive-probe top-1 of 78.5-84.0 at
 0.6B-7B. All tables: jaxml/papers/aim/README.md.
