@@ -84,3 +84,13 @@ def read_metrics(workdir: str | pathlib.Path, split: str | None = None) -> list[
         raise FileNotFoundError(f"no metrics at {path}; has a training run written to this workdir?")
     records = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
     return [r for r in records if split is None or r.get("split") == split]
+
+
+def mean_std(values) -> tuple[float, float]:
+    """(mean, sample standard deviation; 0 for a single value) of a metric over seeds or runs."""
+    import numpy as np
+
+    v = np.asarray(values, np.float64)
+    if v.ndim != 1 or len(v) == 0:
+        raise ValueError(f"mean_std: needs a non-empty 1-D sample, got shape {v.shape}")
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0

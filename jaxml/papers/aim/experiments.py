@@ -39,7 +39,7 @@ from jaxml.core.train import default_config, load_state_params, train_and_evalua
 from jaxml.data import fashion_mnist
 from jaxml.models.vit import image_to_patches
 from jaxml.papers.aim import metrics as am
-from jaxml.papers.aim.model import AIM, AIMTrunk
+from jaxml.papers.aim.model import AIM, AIMTrunk, average_last_blocks
 from jaxml.papers.aim.probe import extract_features
 from jaxml.papers.aim.task import (PretrainTask, ProbeTask, SupervisedTask, SupervisedViT, pixel_stats,
                                    standardize)
@@ -219,7 +219,7 @@ def feature_sets(trunk: AIMTrunk, trunk_params, data, pixels, last_k: int) -> di
 
     def fn(images):
         _, blocks = trunk.apply({"params": trunk_params}, standardize(images, *pixels), None)
-        return {k: jnp.mean(jnp.stack(blocks[-k:]), axis=0) for k in ks}
+        return {k: average_last_blocks(blocks, k) for k in ks}
 
     out = {}
     for split in ("probe_train", "probe_test"):
@@ -294,6 +294,7 @@ def study(config, workdir) -> Result:
     trunk_params_count = {}
     for name, spec in sizes.items():
         task, loop, losses, train_time = pretrain(config, spec, data, workdir, pixels)
+        largest = (name, task, loop)   # sizes come smallest first: the figure shows the last one
         metrics[f"{name}/train_time_s"] = train_time
         trunk = spec.trunk(patch)
         for step in sorted(losses):
@@ -354,11 +355,8 @@ def study(config, workdir) -> Result:
     metrics["margin_over_random"] = 100 * (metrics[f"{ab_name}/attentive"] - metrics[f"{ab_name}_random/attentive"])
 
     figures = [plot_loss_vs_accuracy(points, metrics, workdir / "aim_loss_vs_accuracy.png")]
-    last_spec = list(sizes.values())[-1]
-    task_last = PretrainTask(last_spec.model(patch), data["pretrain"], data["val"], pixel_mean=pixels[0],
-                             pixel_std=pixels[1])
-    loop_last = pretrain_loop_config(config, last_spec)
-    params_last = load_state_params(workdir / "runs" / last_spec.name, task_last, loop_last)
+    name_last, task_last, loop_last = largest
+    params_last = load_state_params(workdir / "runs" / name_last, task_last, loop_last)
     figures.append(plot_predictions(task_last, params_last, data["val"][:4], workdir / "aim_next_patch.png"))
     tables = write_tables(config, points, metrics, sizes, ablations, seeds, workdir)
     # The headline: the correlation; a run with fewer than 3 (size, checkpoint) points (tiny) has the

@@ -153,7 +153,12 @@ class AIM(nn.Module):
         if not 1 <= last_k <= self.layers:
             raise ValueError(f"AIM.features: last_k={last_k} must be in [1, layers={self.layers}]")
         _, blocks = self.trunk(images, None)
-        return jnp.mean(jnp.stack(blocks[-last_k:]), axis=0)
+        return average_last_blocks(blocks, last_k)
+
+
+def average_last_blocks(blocks: list[jax.Array], last_k: int) -> jax.Array:
+    """The mean of the last `last_k` block outputs (the anchors' `AverageLayers`), [b, N, d]."""
+    return jnp.mean(jnp.stack(blocks[-last_k:]), axis=0)
 
 
 def patch_targets(patches: jax.Array, normalize: bool = True, eps: float = TARGET_EPS) -> jax.Array:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from jaxml.core.metrics import mean_std as seed_spread  # noqa: F401  (mean and spread over calibration seeds)
+
 
 def bootstrap_ci(score: Callable, items: Sequence, answers: Sequence, *, n_boot: int = 1000, seed: int = 0,
                  level: float = 0.95, key: str = "score") -> tuple[float, float]:
@@ -50,14 +52,6 @@ def trust_average(scores: Mapping[str, float], dimensions: Sequence[str]) -> flo
     """The mean of the 0-100 scores of `dimensions` (the paper's radar-plot average); nan if any is missing."""
     vals = [scores.get(d, float("nan")) for d in dimensions]
     return float(np.mean(vals)) if vals and all(math.isfinite(v) for v in vals) else float("nan")
-
-
-def seed_spread(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, sample standard deviation; 0 for one value) of a metric over calibration seeds."""
-    v = np.asarray(values, float)
-    if v.size == 0:
-        raise ValueError("seed_spread: no values")
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
 def multiple_choice_accuracy(option_logprobs: Sequence[Sequence[float]], correct: Sequence[int]) -> float:
