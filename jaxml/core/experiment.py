@@ -11,6 +11,8 @@ import re
 import time
 from typing import Any, Callable
 
+from jaxml import progress
+
 
 HOLDS, DOES_NOT_HOLD, NOT_COMPARABLE = "holds", "does not hold", "not comparable"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_COMPARABLE)
@@ -150,6 +152,38 @@ def gather_parts(slug: str, config, configs_dir: str | pathlib.Path, workdir: st
     headline = results[i].headline
     return Result(metrics=metrics, headline=f"{parts[i]}/{headline}" if headline else None, figures=figures,
                   claims=gathered, notes=" ".join(notes))
+
+
+class Rows:
+    """Finished measurements of a long experiment, one JSON object per line of `path`, keyed so a
+    run killed midway resumes: `rows.get(key)` is the stored row or None, `rows.add(key, **values)`
+    appends one (written at once). A line cut by a kill is skipped (that measurement reruns)."""
+
+    def __init__(self, path: str | pathlib.Path):
+        self.path = pathlib.Path(path)
+        self.rows: dict[str, dict] = {}
+        if self.path.exists():
+            for n, line in enumerate(self.path.read_text().splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    progress.log(f"{self.path}:{n}: unreadable row skipped (rerun)")
+                    continue
+                self.rows[row["key"]] = row
+
+    def get(self, key: str) -> dict | None:
+        return self.rows.get(key)
+
+    def add(self, key: str, **values) -> dict:
+        row = {"key": key, **values}
+        self.rows[key] = row
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        cut = self.path.exists() and self.path.stat().st_size > 0 and not self.path.read_bytes().endswith(b"\n")
+        with self.path.open("a") as f:
+            f.write(("\n" if cut else "") + json.dumps(row) + "\n")   # never glued to a line cut by a kill
+        return row
 
 
 def make_workdir(workdir: str | pathlib.Path) -> pathlib.Path:

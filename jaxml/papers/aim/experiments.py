@@ -21,7 +21,6 @@ from its checkpoints, so a study killed midway resumes where it stopped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 import time
 
@@ -32,7 +31,7 @@ import numpy as np
 
 from jaxml import progress
 from jaxml.core import registry
-from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.core.experiment import Claim, Result, Rows, gather_parts, make_workdir, pyplot, save_figure, verdict
 from jaxml.core.mesh import num_params
 from jaxml.core.metrics import read_metrics
 from jaxml.core.train import default_config, load_state_params, train_and_evaluate
@@ -167,29 +166,6 @@ def probe_loop_config(config, seed: int, n_train: int) -> ml_collections.ConfigD
 
 
 # --- Study pieces ---------------------------------------------------------------------------------
-
-class Rows:
-    """Finished measurements, one JSON object per line, keyed for resuming."""
-
-    def __init__(self, path: pathlib.Path):
-        self.path = path
-        self.rows: dict[str, dict] = {}
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    self.rows[row["key"]] = row
-
-    def get(self, key: str) -> dict | None:
-        return self.rows.get(key)
-
-    def add(self, key: str, **values) -> dict:
-        row = {"key": key, **values}
-        self.rows[key] = row
-        with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        return row
-
 
 def pretrain(config, spec: RunSpec, data, workdir: pathlib.Path, pixels: tuple[float, float]):
     """Runs (or resumes) one pretraining run; returns (task, loop config, {checkpoint step: val loss, or
