@@ -16,15 +16,6 @@ from jaxml.data import fashion_mnist, pipeline
 from jaxml.models.cnn import CNN
 
 
-@registry.task("examples/fashion_mnist_cnn")
-def make_task(config) -> ClassificationTask:
-    model = CNN(num_classes=10, features=tuple(config.model.features), hidden=config.model.hidden,
-                dropout=config.model.dropout)
-    train = pipeline.first(fashion_mnist.load("train"), config.data.train_examples)
-    test = pipeline.first(fashion_mnist.load("test"), config.data.test_examples)
-    return ClassificationTask(model=model, train_source=train, eval_sources={"test": test})
-
-
 def fashion_mnist_sources(config):
     """`(train, {"test": test})` Fashion-MNIST sources, cut to `config.data.{train,test}_examples`."""
     train = pipeline.first(fashion_mnist.load("train"), config.data.train_examples)

@@ -10,19 +10,22 @@ import jax.numpy as jnp
 
 
 class CNN(nn.Module):
-    """conv3x3-relu-maxpool blocks, then a hidden dense layer and the class logits.
+    """conv-relu-maxpool blocks (3x3 kernels by default), then a hidden dense layer and the class logits.
 
     Attributes:
       num_classes: number of output logits.
       features: channels of each conv block (each block halves the spatial size).
       hidden: width of the dense layer (0: none).
       dropout: dropout rate before the logits (training only; needs the `dropout` rng).
+      kernel_size: the convolutions' square kernel (5 gives RobRank's C2F2 with features (32, 64)
+        and hidden 1024).
     """
 
     num_classes: int = 10
     features: Sequence[int] = (32, 64)
     hidden: int = 128
     dropout: float = 0.0
+    kernel_size: int = 3
 
     @nn.compact
     def __call__(self, images: jax.Array, *, train: bool = False) -> jax.Array:
@@ -31,7 +34,7 @@ class CNN(nn.Module):
             raise ValueError(f"CNN expects images [batch, height, width, channels], got shape {images.shape}")
         x = images
         for i, f in enumerate(self.features):
-            x = nn.relu(nn.Conv(f, (3, 3), name=f"conv{i}")(x))
+            x = nn.relu(nn.Conv(f, (self.kernel_size, self.kernel_size), name=f"conv{i}")(x))
             x = nn.max_pool(x, (2, 2), strides=(2, 2))
         x = x.reshape(x.shape[0], -1)
         if self.hidden:

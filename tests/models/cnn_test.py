@@ -40,3 +40,10 @@ def test_dropout_only_in_training():
 def test_bad_rank_is_a_clear_error():
     with pytest.raises(ValueError, match=r"images \[batch, height, width, channels\]"):
         CNN().init(jax.random.PRNGKey(0), jnp.zeros((28, 28)))
+
+
+def test_kernel_size_sets_the_convolution_kernels():
+    model = CNN(num_classes=3, features=(2, 4), hidden=0, kernel_size=5)
+    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 28, 28, 1)))["params"]
+    assert params["conv0"]["kernel"].shape == (5, 5, 1, 2) and params["conv1"]["kernel"].shape == (5, 5, 2, 4)
+    assert params["logits"]["kernel"].shape == (7 * 7 * 4, 3)      # 'same' padding: 28 -> 14 -> 7
