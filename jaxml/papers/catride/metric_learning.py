@@ -1,0 +1,178 @@
+"""Deep metric learning as RobRank sets it up for CA-TRIDE: an L2-normalised CNN embedding, the
+triplet loss on normalised-Euclidean distances with SPC-2 random mining, and SPC-2 batches.
+
+    net = EmbeddingNet()                          # RobRank's C2F2: conv5x5 32, conv5x5 64, fc 1024, 512-d
+    emb = net.apply({"params": p}, images)        # float32 [n, 512], unit norm
+    loss, parts = triplet_loss(emb, labels, key)  # SPC-2 batch: rows 2i and 2i+1 share a class
+
+SPC-2 batches (Roth et al. 2020, RobRank's `ptripletN`): a batch of B pairs is 2B images where image
+2i (the anchor) and 2i+1 (its positive) share a class; each anchor's negative is a random image of
+another class in the batch. `PairSource` yields such pairs through the one loop's random batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxml.core.classification import to_float_images
+from jaxml.models.cnn import CNN
+
+MARGIN = 0.2   # RobRank's triplet margin for normalised (N) and cosine (C) distances
+
+
+class EmbeddingNet(nn.Module):
+    """images float [n, H, W, C] in [0, 1] -> unit-norm embeddings float32 [n, dim].
+
+    The default is RobRank's 28x28 backbone C2F2 (two 5x5 conv-relu-maxpool blocks of 32 and 64
+    channels, a 1024-unit dense layer) with a `dim`-wide embedding head."""
+
+    dim: int = 512
+    features: tuple[int, ...] = (32, 64)
+    hidden: int = 1024
+    kernel_size: int = 5
+
+    @nn.compact
+    def __call__(self, images: jax.Array) -> jax.Array:
+        out = CNN(num_classes=self.dim, features=self.features, hidden=self.hidden,
+                  kernel_size=self.kernel_size, name="backbone")(images)
+        return normalize(out)
+
+
+def normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
+    """Rows of x scaled to unit L2 norm (PyTorch's F.normalize: divided by max(norm, eps))."""
+    return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
+
+
+def pairwise_distances(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Euclidean distances [n, m] between rows of a [n, d] and b [m, d] (clamped at 0 before sqrt)."""
+    sq = jnp.sum(a * a, -1)[:, None] + jnp.sum(b * b, -1)[None, :] - 2.0 * a @ b.T
+    return jnp.sqrt(jnp.maximum(sq, 0.0))
+
+
+def spc2_random_negatives(key: jax.Array, labels: jax.Array) -> jax.Array:
+    """For each anchor 2i of an SPC-2 batch, a uniformly random index j with labels[j] != labels[2i]
+    (int [n/2]); when the batch holds a single class, a random index (RobRank's fallback)."""
+    anchors = labels[0::2]
+    other = labels[None, :] != anchors[:, None]                               # [n/2, n]
+    scores = jax.random.uniform(key, other.shape)
+    has_other = other.any(axis=1, keepdims=True)
+    return jnp.argmax(jnp.where(other | ~has_other, scores, -1.0), axis=1)
+
+
+def triplet_distances(emb: jax.Array, negatives: jax.Array, eps: float = 1e-6) -> tuple[jax.Array, jax.Array]:
+    """d(a, p), d(a, n) [n/2] for anchors 2i, positives 2i+1 and the given negatives, with PyTorch's
+    `triplet_margin_loss` distance ||x - y + eps||."""
+    a, p, n = emb[0::2], emb[1::2], emb[negatives]
+    return jnp.linalg.norm(a - p + eps, axis=-1), jnp.linalg.norm(a - n + eps, axis=-1)
+
+
+def triplet_loss(emb: jax.Array, labels: jax.Array, key: jax.Array, margin: float = MARGIN
+                 ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """The SPC-2 random-mined triplet loss mean(relu(d_ap - d_an + margin)) of unit-norm embeddings
+    emb [2B, d] with labels [2B]; also returns the distances and the negatives."""
+    if emb.shape[0] % 2:
+        raise ValueError(f"an SPC-2 batch has an even number of rows (anchor, positive pairs), got {emb.shape[0]}")
+    negatives = spc2_random_negatives(key, labels)
+    d_ap, d_an = triplet_distances(emb, negatives)
+    loss = jnp.mean(jax.nn.relu(d_ap - d_an + margin))
+    return loss, {"d_ap": d_ap, "d_an": d_an, "negatives": negatives}
+
+
+class PairSource:
+    """A Source of SPC-2 pairs over `images` [N, H, W, C] and `labels` [N]: example i is image i and a
+    partner of the same class (a fixed, seeded pairing), so the loop's random batches of B examples
+    are SPC-2 batches of 2B images: `{"image": [B, 2, H, W, C], "label": [B]}`."""
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, seed: int = 0):
+        images, labels = np.asarray(images), np.asarray(labels)
+        if len(images) != len(labels) or len(images) == 0:
+            raise ValueError(f"PairSource: {len(images)} images and {len(labels)} labels (need the same, > 0)")
+        counts = np.bincount(labels.astype(np.int64))
+        if np.any((counts > 0) & (counts < 2)):
+            raise ValueError(f"PairSource: classes {np.flatnonzero((counts > 0) & (counts < 2)).tolist()} have a "
+                             "single image; a pair needs two")
+        rng = np.random.default_rng(seed)
+        partner = np.empty(len(labels), np.int64)
+        for c in np.unique(labels):
+            idx = np.flatnonzero(labels == c)
+            perm = rng.permutation(idx)
+            partner[perm] = np.roll(perm, 1)        # a cycle: nobody is its own partner
+        self.images, self.labels, self.partner = images, labels, partner
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, indices) -> dict[str, np.ndarray]:
+        indices = np.asarray(indices)
+        pair = np.stack([self.images[indices], self.images[self.partner[indices]]], axis=1)
+        return {"image": pair, "label": self.labels[indices]}
+
+
+def flatten_pairs(batch: dict[str, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    """SPC-2 batch `{"image": [B, 2, ...], "label": [B]}` -> images [2B, ...], labels [2B]."""
+    images = batch["image"]
+    return images.reshape(-1, *images.shape[2:]), jnp.repeat(batch["label"], 2)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MetricTask:
+    """The one loop's Task for SPC-2 triplet training of `model` (an EmbeddingNet).
+
+    Attributes:
+      model: maps images [n, H, W, C] in [0, 1] to unit-norm embeddings.
+      train_source: a PairSource (batches `{"image": [B, 2, H, W, C], "label": [B]}`).
+      eval_sources: `{split: PairSource}`, evaluated with the per-pair triplet loss (negatives drawn
+        with a fixed key) and whether the pair is ranked right (d_ap < d_an).
+      margin: the triplet margin.
+      adversary: None (benign training) or `(embed, images, key) -> images`, applied to the training
+        batch inside every step with the parameters held fixed (`jaxml.papers.catride.defenses`);
+        evaluation stays on clean images.
+    """
+
+    model: EmbeddingNet
+    train_source: PairSource
+    eval_sources: dict
+    margin: float = MARGIN
+    adversary: Callable | None = None
+
+    def init(self, rng, batch):
+        images, _ = flatten_pairs(batch)
+        return self.model.init(rng, to_float_images(images))["params"]
+
+    def _parts(self, params, batch, key, adversarial: bool = False):
+        images, labels = flatten_pairs(batch)
+        x = to_float_images(images)
+        if adversarial and self.adversary is not None:
+            key, k_adv = jax.random.split(key)
+            fixed = jax.lax.stop_gradient(params)
+            x = self.adversary(lambda z: self.model.apply({"params": fixed}, z), x, k_adv)
+        emb = self.model.apply({"params": params}, x)
+        return triplet_loss(emb, labels, key, self.margin)
+
+    def loss(self, params, batch, rng):
+        loss, parts = self._parts(params, batch, rng, adversarial=True)
+        return loss, {"d_ap": parts["d_ap"].mean(), "d_an": parts["d_an"].mean(),
+                      "ranked_right": jnp.mean(parts["d_ap"] < parts["d_an"])}
+
+    def evaluate(self, params, batch):
+        _, parts = self._parts(params, batch, jax.random.PRNGKey(0))
+        return {"triplet_loss": jax.nn.relu(parts["d_ap"] - parts["d_an"] + self.margin),
+                "ranked_right": (parts["d_ap"] < parts["d_an"]).astype(jnp.float32)}
+
+    def train_data(self):
+        return self.train_source
+
+    def eval_data(self):
+        return self.eval_sources
+
+    def embed(self, params, images: np.ndarray, batch_size: int = 1000) -> np.ndarray:
+        """Embeddings float32 [n, dim] of images [n, H, W, C] (uint8 or float in [0, 1])."""
+        apply = jax.jit(lambda p, x: self.model.apply({"params": p}, to_float_images(x)))
+        return np.concatenate([np.asarray(apply(params, jnp.asarray(images[i:i + batch_size])))
+                               for i in range(0, len(images), batch_size)])
