@@ -31,9 +31,10 @@ EXPECTED = {
     # 1.38), every probe accuracy is a share
     "aim/study": lambda r: (r.metrics["S/step4/val_loss"] > r.metrics["S/step8/val_loss"]
                             and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("attentive"))),
-    # 10 triplet steps on classes 0-4, retrieval among the unseen 5-9: Recall@1 far above the 0.2 of guessing (the
-    # classes are easy even untrained; measured 0.656); ERS is a 0-100 score (measured 50.5)
-    "catride/robustness": lambda r: r.metrics["none/R@1"] > 0.35 and 0.0 <= r.metrics["ERS"] <= 100.0,
+    # 6 triplet steps on classes 0-4, retrieval among the unseen 5-9: Recall@1 far above the 20% of guessing (the
+    # classes are easy even untrained; measured 75.0%); ERS and ERS-HM are 0-100 scores
+    "catride/robustness": lambda r: (r.metrics["fashion/none/R@1"] > 35.0 and 0.0 <= r.metrics["ERS"] <= 100.0
+                                     and 0.0 <= r.metrics["fashion/catride/ERS-HM"] <= 100.0),
     # two sessions of 64 images per class: reactivation keeps session 1 (measured final 0.82 vs 0.48 with every
     # unit active); fine-tuning forgets it (0.48: about the newest session's half of the test set)
     "autoactivator/cil": lambda r: (r.metrics["fmnist_pixels/autoactivator/final"]

@@ -69,6 +69,14 @@ def _dist(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.sqrt(jnp.maximum(sq, 1e-12))
 
 
+def as_embed(embed: Embed) -> jax.tree_util.Partial:
+    """`embed` as a `jax.tree_util.Partial`, the form the jitted attack internals take: a Partial
+    whose arguments are the parameters (`metric_learning.bound_embed`) reuses one compiled attack
+    for every model of the same architecture; any other callable is wrapped as it is (and compiles
+    once per callable)."""
+    return embed if isinstance(embed, jax.tree_util.Partial) else jax.tree_util.Partial(embed)
+
+
 @dataclasses.dataclass(frozen=True)
 class AttackOutcome:
     """An attack's perturbed images and its outcome before and after (percentages; see each attack)."""
@@ -87,7 +95,7 @@ def _nearest(gallery: np.ndarray, emb: np.ndarray, fraction: float, count: int, 
     return np.take_along_axis(order, rng.integers(0, order.shape[1], (len(emb), count)), axis=1)
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "plus", "steps"))
+@functools.partial(jax.jit, static_argnames=("plus", "steps"))
 def _candidate_pgd(embed, images, queries, gallery_d, plus, eps, alpha, steps):
     def objective(x):
         a = _dist(embed(x)[:, None, :], queries)[:, 0, :]              # [n, W]: d(c', q)
@@ -115,6 +123,7 @@ def candidate_attack(embed: Embed, images: np.ndarray, gallery: np.ndarray, seed
     """CA+ (plus) or CA-: images [n, H, W, C] are the candidates; `queries` (W) per candidate.
     Outcome: 100 x the mean percentile rank of the candidates for their queries (0 = top)."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images, gallery, qidx = _targets(embed, images, gallery, seed, plus, queries, fraction)
     q = jnp.asarray(gallery[qidx])                                         # [n, W, d]
     gallery_d = _dist(q, jnp.asarray(gallery)[None])                       # [n, W, N]
@@ -128,7 +137,7 @@ def candidate_attack(embed: Embed, images: np.ndarray, gallery: np.ndarray, seed
     return AttackOutcome(np.asarray(adv), prank(images), prank(adv))
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "plus", "steps"))
+@functools.partial(jax.jit, static_argnames=("plus", "steps"))
 def _query_pgd(embed, images, cands, gallery, plus, eps, alpha, steps):
     def objective(x):
         e = embed(x)
@@ -145,6 +154,7 @@ def query_attack(embed: Embed, images: np.ndarray, gallery: np.ndarray, seed: in
     """QA+ (plus) or QA-: images [n, H, W, C] are the queries; `candidates` (M) per query.
     Outcome: 100 x the candidates' mean percentile rank in the query's ranking (0 = top)."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images, gallery, cidx = _targets(embed, images, gallery, seed, plus, candidates, fraction)
     c = jnp.asarray(gallery[cidx])                                         # [n, M, d]
     g = jnp.asarray(gallery)
@@ -166,7 +176,7 @@ def shift_away(embed: Embed, images: jax.Array, target: jax.Array, eps, alpha, s
     return pgd(objective, images, eps, alpha, steps)
 
 
-_shift_pgd = jax.jit(shift_away, static_argnames=("embed", "steps"))
+_shift_pgd = jax.jit(shift_away, static_argnames=("steps",))
 
 
 def embedding_shift(embed: Embed, images: np.ndarray, seed: int, *, eps: float, alpha: float, steps: int
@@ -175,6 +185,7 @@ def embedding_shift(embed: Embed, images: np.ndarray, seed: int, *, eps: float, 
     (0 before; at most 2 for unit vectors). RobRank nudges the target by 1e-7 noise so that the
     first gradient (of a distance at 0) is defined; so do we."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images = jnp.asarray(images, jnp.float32)
     clean = embed(images)
     noise = 1e-7 * jax.random.randint(jax.random.PRNGKey(seed), clean.shape, -1, 2).astype(clean.dtype)
@@ -194,7 +205,7 @@ def _recall1(emb, gallery, labels, query_labels, loc_self) -> float:
     return float(100.0 * jnp.mean(jnp.asarray(labels)[jnp.argmin(d, axis=1)] == jnp.asarray(query_labels)))
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "steps"))
+@functools.partial(jax.jit, static_argnames=("steps",))
 def _pull_pgd(embed, images, target, eps, alpha, steps):
     """Minimise the distance of f(x') to `target` [n, d] (GTM's objective)."""
     def objective(x):
@@ -202,7 +213,7 @@ def _pull_pgd(embed, images, target, eps, alpha, steps):
     return pgd(objective, images, eps, alpha, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "steps"))
+@functools.partial(jax.jit, static_argnames=("steps",))
 def _cosine_pgd(embed, images, target, eps, alpha, steps):
     """Maximise the cosine similarity of f(x') to `target` (TMA's objective, 1 - cos minimised)."""
     def objective(x):
@@ -217,6 +228,7 @@ def targeted_mismatch(embed: Embed, images: np.ndarray, gallery: np.ndarray, see
     """TMA (Tolias et al. 2019, as in RobRank): pull each query's embedding towards a random gallery
     item's. Outcome: 100 x the mean cosine similarity to that item (ERS scores 100 (1 - cos))."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     rng = np.random.default_rng(seed)
     images = jnp.asarray(images, jnp.float32)
     target = jnp.asarray(np.asarray(gallery, np.float32)[rng.integers(0, len(gallery), len(images))])
@@ -241,6 +253,7 @@ def greedy_top1_misrank(embed: Embed, images: np.ndarray, query_labels: np.ndarr
     """GTM: pull each query towards its nearest gallery item whose label differs from its current
     top-1's, so that the top-1 changes class. Outcome: Recall@1 (%) without the query's own entry."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images = jnp.asarray(images, jnp.float32)
     g, gl = jnp.asarray(gallery, jnp.float32), np.asarray(gallery_labels)
     loc = self_locations(embed, images, gallery)
@@ -259,6 +272,7 @@ def greedy_top1_translocation(embed: Embed, images: np.ndarray, gallery: np.ndar
     objective. Outcome: retain@k (%): the share of queries whose original top-1 is still in their
     top k (ERS uses k = 4)."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images = jnp.asarray(images, jnp.float32)
     g = jnp.asarray(gallery, jnp.float32)
     loc = self_locations(embed, images, gallery)
@@ -280,7 +294,7 @@ def recall1_without_self(embed: Embed, images: np.ndarray, query_labels: np.ndar
                     loc_self)
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "steps"))
+@functools.partial(jax.jit, static_argnames=("steps",))
 def _ltm_pgd(embed, images, gallery, same, diff, eps, alpha, steps):
     def objective(x):
         d = _dist(embed(x), gallery)                                          # [n, N]
@@ -297,6 +311,7 @@ def learning_to_misrank(embed: Embed, images: np.ndarray, query_labels: np.ndarr
     The query's own entry is left out of the positives (RobRank meant to, but its `scatter` is not
     in place). Outcome: Recall@1 (%) without the query's own entry."""
     check_budget(eps, alpha, steps)
+    embed = as_embed(embed)
     images = jnp.asarray(images, jnp.float32)
     g, gl, ql = jnp.asarray(gallery, jnp.float32), np.asarray(gallery_labels), np.asarray(query_labels)
     loc = self_locations(embed, images, gallery)
@@ -329,3 +344,14 @@ def ers_terms(outcomes: dict[str, float]) -> dict[str, float]:
 def ers(outcomes: dict[str, float]) -> float:
     """The empirical robustness score: the mean of `ers_terms` (0-100)."""
     return float(np.mean(list(ers_terms(outcomes).values())))
+
+
+def ers_hm(ers_score: float, recall1: float) -> float:
+    """ERS-HM, our stand-in for CA-TRIDE's new robustness metric (whose definition is not in our
+    sources): the harmonic mean of ERS (0-100) and the benign Recall@1 (a fraction, taken x 100).
+    It answers the drawback we read the paper to name, that ERS alone rewards a collapsed model: one
+    that retrieves nothing has little for an attack to destroy, and a high ERS; here it scores ~0."""
+    if not 0.0 <= recall1 <= 1.0 or not 0.0 <= ers_score <= 100.0:
+        raise ValueError(f"ers_hm: ERS in [0, 100] and Recall@1 in [0, 1] expected, got {ers_score}, {recall1}")
+    r = 100.0 * recall1
+    return 0.0 if ers_score + r == 0 else 2.0 * ers_score * r / (ers_score + r)

@@ -43,3 +43,27 @@ def fashion_class_split(train_classes: Sequence[int] = (0, 1, 2, 3, 4), test_cla
     train = class_split(xtr[..., None], ytr.astype(np.int32), train_classes, train_per_class, seed)
     test = class_split(xte[..., None], yte.astype(np.int32), test_classes, test_per_class, seed)
     return (*train, *test)
+
+
+def digits_class_split(train_classes: Sequence[int] = (0, 1, 2, 3, 4), test_classes: Sequence[int] = (5, 6, 7, 8, 9),
+                       train_per_class: int = 0, test_per_class: int = 0, seed: int = 0):
+    """scikit-learn's UCI digits (1797 8x8 images) for retrieval on unseen classes, as uint8
+    [n, 8, 8, 1] images (0..16 scaled to 0..255): `(train_x, train_y, test_x, test_y)`."""
+    from jaxml.data import digits
+
+    if set(train_classes) & set(test_classes):
+        raise ValueError(f"train and test classes overlap: {sorted(set(train_classes) & set(test_classes))}")
+    images, labels = digits.load()
+    images = np.round(images[..., None] * (255.0 / 16.0)).astype(np.uint8)
+    return (*class_split(images, labels, train_classes, train_per_class, seed),
+            *class_split(images, labels, test_classes, test_per_class, seed))
+
+
+SPLITS = {"fashion": fashion_class_split, "digits": digits_class_split}
+
+
+def load_split(name: str, train_per_class: int = 0, test_per_class: int = 0, seed: int = 0):
+    """The retrieval split `name` (one of SPLITS): `(train_x, train_y, test_x, test_y)`."""
+    if name not in SPLITS:
+        raise ValueError(f"unknown retrieval split {name!r}; accepted: {sorted(SPLITS)}")
+    return SPLITS[name](train_per_class=train_per_class, test_per_class=test_per_class, seed=seed)

@@ -13,6 +13,7 @@ another class in the batch. `PairSource` yields such pairs through the one loop'
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import flax.linen as nn
@@ -36,12 +37,25 @@ class EmbeddingNet(nn.Module):
     features: tuple[int, ...] = (32, 64)
     hidden: int = 1024
     kernel_size: int = 5
+    normalized: bool = True      # False: the raw embedding (same parameters), for its norm
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         out = CNN(num_classes=self.dim, features=self.features, hidden=self.hidden,
                   kernel_size=self.kernel_size, name="backbone")(images)
-        return normalize(out)
+        return normalize(out) if self.normalized else out
+
+
+@functools.lru_cache(maxsize=None)
+def _apply(model: nn.Module):
+    return jax.jit(lambda params, images: model.apply({"params": params}, images))
+
+
+def bound_embed(model: nn.Module, params) -> jax.tree_util.Partial:
+    """`images -> model.apply({"params": params}, images)` as a `jax.tree_util.Partial` with the
+    parameters as its argument: the attacks compile once per architecture and input shape, not
+    once per trained model."""
+    return jax.tree_util.Partial(_apply(model), params)
 
 
 def normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
@@ -65,11 +79,41 @@ def spc2_random_negatives(key: jax.Array, labels: jax.Array) -> jax.Array:
     return jnp.argmax(jnp.where(other | ~has_other, scores, -1.0), axis=1)
 
 
-def triplet_distances(emb: jax.Array, negatives: jax.Array, eps: float = 1e-6) -> tuple[jax.Array, jax.Array]:
-    """d(a, p), d(a, n) [n/2] for anchors 2i, positives 2i+1 and the given negatives, with PyTorch's
-    `triplet_margin_loss` distance ||x - y + eps||."""
+def pair_distance(x: jax.Array, y: jax.Array, eps: float = 1e-6) -> jax.Array:
+    """PyTorch's `F.pairwise_distance` (and `triplet_margin_loss`'s distance): ||x - y + eps|| over
+    the last axis."""
+    return jnp.linalg.norm(x - y + eps, axis=-1)
+
+
+def triplet_distances(emb: jax.Array, negatives: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """d(a, p), d(a, n) [n/2] for anchors 2i, positives 2i+1 and the given negatives (`pair_distance`)."""
     a, p, n = emb[0::2], emb[1::2], emb[negatives]
-    return jnp.linalg.norm(a - p + eps, axis=-1), jnp.linalg.norm(a - n + eps, axis=-1)
+    return pair_distance(a, p), pair_distance(a, n)
+
+
+def gradual_hard_negatives(key: jax.Array, emb: jax.Array, labels: jax.Array, progress) -> jax.Array:
+    """CA-TRIDE's spc2-ghard miner: for anchor 2i a random semi-hard negative j (d_ap^2 < d_aj^2 and
+    d_ap - d_aj + m > 0, labels differ) with the margin m = 0.2 (1 - progress / 2)^2 shrinking over
+    training; else a random other-class image; else any image. int [n/2]."""
+    dist = pairwise_distances(emb, emb)[0::2]                                 # [n/2, n]
+    d_ap = dist[jnp.arange(dist.shape[0]), jnp.arange(1, emb.shape[0], 2)][:, None]
+    m = 0.2 * (1.0 - progress / 2.0) ** 2
+    other = labels[None, :] != labels[0::2][:, None]
+    semi = other & (d_ap ** 2 < dist ** 2) & (d_ap - dist + m > 0)
+    allowed = jnp.where(semi.any(1, keepdims=True), semi, jnp.where(other.any(1, keepdims=True), other, True))
+    return jnp.argmax(jnp.where(allowed, jax.random.uniform(key, dist.shape), -1.0), axis=1)
+
+
+MINERS = ("random", "gradual_hard")
+
+
+def mine(miner: str, key: jax.Array, emb: jax.Array, labels: jax.Array, progress) -> jax.Array:
+    """The negative [n/2] of each anchor of an SPC-2 batch with embeddings emb [n, d] by `miner`."""
+    if miner == "random":
+        return spc2_random_negatives(key, labels)
+    if miner == "gradual_hard":
+        return gradual_hard_negatives(key, emb, labels, progress)
+    raise ValueError(f"miner {miner!r}: accepted {MINERS}")
 
 
 def triplet_loss(emb: jax.Array, labels: jax.Array, key: jax.Array, margin: float = MARGIN
@@ -122,7 +166,13 @@ def flatten_pairs(batch: dict[str, jax.Array]) -> tuple[jax.Array, jax.Array]:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MetricTask:
-    """The one loop's Task for SPC-2 triplet training of `model` (an EmbeddingNet).
+    """The one loop's Task for SPC-2 triplet training of `model` (an EmbeddingNet), benign or
+    adversarial: the one training step every defence shares.
+
+    Each step mines a negative per anchor on the clean embeddings, lets the adversary (if any) turn
+    the batch into the triplet to train on (`jaxml.papers.catride.defenses`), and takes the triplet
+    loss of that triplet. The task is stateful: its model state is the step counter that the
+    adversaries' ramp (step / total_steps) and TRIDE's alternation (step % 2) read.
 
     Attributes:
       model: maps images [n, H, W, C] in [0, 1] to unit-norm embeddings.
@@ -130,9 +180,12 @@ class MetricTask:
       eval_sources: `{split: PairSource}`, evaluated with the per-pair triplet loss (negatives drawn
         with a fixed key) and whether the pair is ranked right (d_ap < d_an).
       margin: the triplet margin.
-      adversary: None (benign training) or `(embed, images, key) -> images`, applied to the training
-        batch inside every step with the parameters held fixed (`jaxml.papers.catride.defenses`);
-        evaluation stays on clean images.
+      adversary: None (benign training) or a defence's adversary (`defenses.make_adversary`).
+      total_steps: the length of training (the adversaries' ramp and the gradual-hard miner).
+      miner: "random" (RobRank's spc2-random) or "gradual_hard" (CA-TRIDE's spc2-ghard).
+      half_term: add CA-TRIDE's 0.5 relu(low-half mean d_ap - low-half mean d_an + 0.04) on odd
+        steps (its `pgtripletN` loss applies it on every second call).
+      lam: collapseness's soft-max sharpness for the logged diagnostic.
     """
 
     model: EmbeddingNet
@@ -140,30 +193,71 @@ class MetricTask:
     eval_sources: dict
     margin: float = MARGIN
     adversary: Callable | None = None
+    total_steps: int = 1
+    miner: str = "random"
+    half_term: bool = False
+    lam: float = 10.0
+
+    def __post_init__(self):
+        if self.miner not in MINERS:
+            raise ValueError(f"MetricTask: miner {self.miner!r}; accepted {MINERS}")
+        if self.total_steps < 1:
+            raise ValueError(f"MetricTask: total_steps must be >= 1, got {self.total_steps}")
 
     def init(self, rng, batch):
         images, _ = flatten_pairs(batch)
         return self.model.init(rng, to_float_images(images))["params"]
 
-    def _parts(self, params, batch, key, adversarial: bool = False):
+    def init_state(self, rng, batch):
+        del rng, batch
+        return {"step": jnp.zeros((), jnp.int32)}
+
+    def _raw(self, params, x):
+        """Embeddings before normalisation [n, dim] (the model without its last step)."""
+        return self.model.clone(normalized=False).apply({"params": params}, x)
+
+    def loss(self, params, batch, rng, model_state):
+        from jaxml.papers.catride.collapse import collapseness
+
         images, labels = flatten_pairs(batch)
         x = to_float_images(images)
-        if adversarial and self.adversary is not None:
-            key, k_adv = jax.random.split(key)
-            fixed = jax.lax.stop_gradient(params)
-            x = self.adversary(lambda z: self.model.apply({"params": fixed}, z), x, k_adv)
-        emb = self.model.apply({"params": params}, x)
-        return triplet_loss(emb, labels, key, self.margin)
+        step = model_state["step"]
+        progress = jnp.minimum(step.astype(jnp.float32) / self.total_steps, 1.0)
+        k_mine, k_adv = jax.random.split(rng)
+        fixed = jax.lax.stop_gradient(params)
+        embed = lambda z: self.model.apply({"params": fixed}, z)          # noqa: E731
+        clean = embed(x)
+        negatives = mine(self.miner, k_mine, clean, labels, progress)
+        info = {}
+        if self.adversary is None:
+            raw = self._raw(params, x)
+            emb = normalize(raw)
+            ea, ep, en = emb[0::2], emb[1::2], emb[negatives]
+        else:
+            xa, xp, xn, info = self.adversary(embed, x, negatives, k_adv, progress, step % 2)
+            raw = self._raw(params, jnp.concatenate([xa, xp, xn]))
+            ea, ep, en = jnp.split(normalize(raw), 3)
+        d_ap, d_an = pair_distance(ea, ep), pair_distance(ea, en)
+        loss = jnp.mean(jax.nn.relu(d_ap - d_an + self.margin))
+        if self.half_term:
+            half = max(d_ap.shape[0] // 2, 1)
+            low = lambda d: jnp.mean(-jax.lax.top_k(-d, half)[0])           # noqa: E731
+            loss = loss + (step % 2) * 0.5 * jax.nn.relu(low(d_ap) - low(d_an) + 0.04)
+        c_ap, c_an = triplet_distances(clean, negatives)
+        metrics = {"d_ap": d_ap.mean(), "d_an": d_an.mean(), "ranked_right": jnp.mean(d_ap < d_an),
+                   "clean_loss": jnp.mean(jax.nn.relu(c_ap - c_an + self.margin)),
+                   "collapseness": collapseness(d_ap, d_an, self.lam),
+                   "embedding_norm": jnp.mean(jnp.linalg.norm(raw, axis=-1)), **info}
+        return loss, (metrics, {"step": step + 1})
 
-    def loss(self, params, batch, rng):
-        loss, parts = self._parts(params, batch, rng, adversarial=True)
-        return loss, {"d_ap": parts["d_ap"].mean(), "d_an": parts["d_an"].mean(),
-                      "ranked_right": jnp.mean(parts["d_ap"] < parts["d_an"])}
-
-    def evaluate(self, params, batch):
-        _, parts = self._parts(params, batch, jax.random.PRNGKey(0))
-        return {"triplet_loss": jax.nn.relu(parts["d_ap"] - parts["d_an"] + self.margin),
-                "ranked_right": (parts["d_ap"] < parts["d_an"]).astype(jnp.float32)}
+    def evaluate(self, params, batch, model_state=None):
+        del model_state
+        images, labels = flatten_pairs(batch)
+        emb = self.model.apply({"params": params}, to_float_images(images))
+        negatives = spc2_random_negatives(jax.random.PRNGKey(0), labels)
+        d_ap, d_an = triplet_distances(emb, negatives)
+        return {"triplet_loss": jax.nn.relu(d_ap - d_an + self.margin),
+                "ranked_right": (d_ap < d_an).astype(jnp.float32)}
 
     def train_data(self):
         return self.train_source

@@ -1,15 +1,11 @@
 """Ranking attacks on a loop-trained embedding: each moves its target quantity the intended way and
 stays in its epsilon ball; PGD against an analytic optimum."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxml.core.train import default_config, train_and_evaluate
 from jaxml.papers.catride import attacks as at
-from jaxml.papers.catride import metric_learning as ml
-from jaxml.papers.catride.data import fashion_class_split
 
 EPS, ALPHA, STEPS = 16 / 255, 2 / 255, 12
 # Measured on this fixture (percentile ranks, 0 = top): CA+ 48.0 -> 16.5, CA- 1.7 -> 56.6, QA+ 46.4 -> 24.9,
@@ -19,15 +15,9 @@ EPS, ALPHA, STEPS = 16 / 255, 2 / 255, 12
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    xtr, ytr, xte, yte = fashion_class_split(train_per_class=200, test_per_class=60)
-    task = ml.MetricTask(ml.EmbeddingNet(dim=32, features=(8, 16), hidden=64), ml.PairSource(xtr, ytr), {})
-    config = default_config()
-    config.update(num_steps=120, batch_size=32, checkpoint_every_steps=120, log_every_steps=60)
-    params = train_and_evaluate(config, tmp_path_factory.mktemp("catride"), task=task).state.params
-    embed = jax.jit(lambda x: task.model.apply({"params": params}, x))
-    images = xte.astype(np.float32) / 255.0
-    return embed, images[:24], np.asarray(embed(jnp.asarray(images))), yte
+def trained(catride_trained):
+    t = catride_trained
+    return t["embed"], t["queries"], t["gallery"], t["labels"]
 
 
 def _in_ball(adv, x0, eps=EPS):
@@ -118,3 +108,22 @@ def test_learning_to_misrank_and_es_recall_lower_recall(trained):
     clean = at.recall1_without_self(embed, images, labels[:len(images)], gallery, labels, loc)
     shifted = at.recall1_without_self(embed, es.images, labels[:len(images)], gallery, labels, loc)
     assert clean == pytest.approx(out.before) and shifted < clean - 20, (clean, shifted)
+
+
+def test_ers_hm_hand_computed_and_zero_for_a_collapsed_model():
+    assert at.ers_hm(40.0, 0.6) == pytest.approx(2 * 40 * 60 / 100)          # 48
+    assert at.ers_hm(90.0, 0.0) == 0.0                                          # retrieves nothing
+    with pytest.raises(ValueError, match="Recall@1 in \\[0, 1\\]"):
+        at.ers_hm(40.0, 60.0)                                                   # R@1 given in %
+
+
+def test_attacks_give_the_same_outcome_with_a_bound_embedding(catride_trained):
+    from jaxml.papers.catride.metric_learning import bound_embed
+
+    t = catride_trained
+    bound = bound_embed(t["task"].model, t["params"])
+    kw = dict(eps=EPS, alpha=ALPHA, steps=4, queries=1)
+    a = at.candidate_attack(t["embed"], t["queries"], t["gallery"], 0, plus=True, **kw)
+    b = at.candidate_attack(bound, t["queries"], t["gallery"], 0, plus=True, **kw)
+    np.testing.assert_allclose(b.images, a.images, atol=1e-6)
+    assert b.after == pytest.approx(a.after)

@@ -95,25 +95,25 @@ def test_nmi_hand_computed():
     assert rt.kmeans_nmi(separated, np.repeat([0, 1], 20)) == pytest.approx(1.0)
 
 
-def test_triplet_training_on_the_loop_improves_retrieval(tmp_path):
-    from jaxml.core.train import default_config, train_and_evaluate
-    from jaxml.data import fashion_mnist
-    from jaxml.papers.catride.data import class_split, fashion_class_split
-
-    xtr, ytr, xte, yte = fashion_class_split(train_per_class=200, test_per_class=100)
-    assert set(np.unique(ytr)) == {0, 1, 2, 3, 4} and set(np.unique(yte)) == {5, 6, 7, 8, 9}
+def test_triplet_training_on_the_loop_improves_retrieval(catride_trained):
+    t = catride_trained
+    assert set(np.unique(t["ytr"])) == {0, 1, 2, 3, 4} and set(np.unique(t["labels"])) == {5, 6, 7, 8, 9}
     # held-out images of the training classes (the unseen classes 5-9 are easy even for a random
     # net: R@1 0.840 untrained, 0.836 after these 120 steps)
-    images, labels = fashion_mnist.read_raw("test")
-    xval, yval = class_split(images[..., None], labels.astype(np.int32), (0, 1, 2, 3, 4), per_class=100)
-    task = ml.MetricTask(ml.EmbeddingNet(dim=32, features=(8, 16), hidden=64), ml.PairSource(xtr, ytr),
-                         {"test": ml.PairSource(xval, yval)})
-    config = default_config()
-    config.update(num_steps=120, batch_size=32, eval_batch_size=200, checkpoint_every_steps=120, log_every_steps=60)
-    untrained = task.embed(task.init(jax.random.PRNGKey(0), task.train_source[np.arange(2)]), xval)
-    outcome = train_and_evaluate(config, tmp_path, task=task)
-    trained = task.embed(outcome.state.params, xval)
-    before, after = rt.recall_at_k(untrained, yval, (1,))[1], rt.recall_at_k(trained, yval, (1,))[1]
+    task, xval, yval = t["task"], t["xval"], t["yval"]
+    before = rt.recall_at_k(task.embed(t["untrained"], xval), yval, (1,))[1]
+    after = rt.recall_at_k(task.embed(t["params"], xval), yval, (1,))[1]
     # measured R@1 0.706 -> 0.768 on these 500 held-out images; 87.8% of held-out pairs ranked right
     assert after > before + 0.03, (before, after)
-    assert outcome.metrics["test/ranked_right"] > 0.8
+    assert t["metrics"]["test/ranked_right"] > 0.8
+
+
+def test_digits_split_is_uint8_images_of_disjoint_classes():
+    from jaxml.papers.catride.data import load_split
+
+    xtr, ytr, xte, yte = load_split("digits")
+    assert xtr.dtype == np.uint8 and xtr.shape[1:] == (8, 8, 1) and xtr.max() == 255
+    assert set(np.unique(ytr)) == {0, 1, 2, 3, 4} and set(np.unique(yte)) == {5, 6, 7, 8, 9}
+    assert len(ytr) + len(yte) == 1797
+    with pytest.raises(ValueError, match="accepted"):
+        load_split("cub")
