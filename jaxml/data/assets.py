@@ -455,3 +455,12 @@ register(Asset(
     license="MIT (Hutto and Gilbert, VADER)",
     description="VADER sentiment lexicon: 7,517 tokens, each with the mean, standard deviation and the ten "
                 "human ratings (-4..4) it was built from"))
+
+register(Asset(
+    name="hershey-fonts", kind="pypi", package="hershey-fonts", version="2.1.0",
+    filename="Hershey_Fonts-2.1.0-py2.py3-none-any.whl",
+    sha256="e53ef56bdef231f10f0576a6570f49fcc8442e45115028bc52a7ade15d824581", size=63934,
+    members=("HersheyFonts/HersheyFonts.py", "Hershey_Fonts-2.1.0.dist-info/LICENSE"),
+    license="MIT (the Hershey fonts are public domain)",
+    description="the 32 Hershey vector fonts (3,170 line-drawn glyphs) inside the HersheyFonts module; not "
+                "installed as a package, its wheel also ships a top-level `tests` package"))
