@@ -117,6 +117,7 @@ def test_ers_hm_hand_computed_and_zero_for_a_collapsed_model():
         at.ers_hm(40.0, 60.0)                                                   # R@1 given in %
 
 
+@pytest.mark.slow   # a second compile of an attack (-m slow)
 def test_attacks_give_the_same_outcome_with_a_bound_embedding(catride_trained):
     from jaxml.papers.catride.metric_learning import bound_embed
 

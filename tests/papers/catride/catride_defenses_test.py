@@ -85,6 +85,7 @@ def test_cap_inverts_the_triplets_and_only_ca_stops_at_collapse(setup, collapse_
         assert int(info["pgd_steps"]) == 12
 
 
+@pytest.mark.slow   # longer check (-m slow): the default suite keeps the core adversary tests
 def test_the_non_ca_cap_pushes_further_past_collapse(setup):
     embed, x, _, _ = setup
     gaps = {}
@@ -106,6 +107,7 @@ def test_anp_displaces_the_anchor_and_leaves_the_candidates(setup):
     assert shift > 0.5 * d_an[: len(d_an) // 2].mean(), (shift, d_an)
 
 
+@pytest.mark.slow   # longer check (-m slow): the default suite keeps the core adversary tests
 def test_tride_ramp_starts_at_zero(setup):
     _, x, _, negatives = setup
     for parity in (0, 1):
@@ -113,6 +115,7 @@ def test_tride_ramp_starts_at_zero(setup):
         assert np.array_equal(np.asarray(a), np.asarray(x[0::2])) and np.array_equal(np.asarray(p), np.asarray(x[1::2]))
 
 
+@pytest.mark.slow   # longer check (-m slow): the default suite keeps the core adversary tests
 def test_est_stays_in_its_ball_and_shifts_embeddings_more_than_noise(setup):
     embed, x, _, negatives = setup
     a, p, n, _ = _run("est", setup, 0, steps=6, alpha=8 / 255)
@@ -152,6 +155,7 @@ def test_the_training_step_loss_is_the_triplet_loss_and_counts_steps(catride_tra
     assert float(metrics["embedding_norm"]) == pytest.approx(float(jnp.linalg.norm(raw, axis=1).mean()), rel=1e-5)
 
 
+@pytest.mark.slow   # longer check (-m slow): the default suite keeps the core adversary tests
 def test_half_term_is_added_on_odd_steps_only(catride_trained):
     t = catride_trained
     task = ml.MetricTask(t["task"].model, t["task"].train_source, {}, half_term=True)
