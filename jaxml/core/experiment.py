@@ -180,7 +180,11 @@ class Rows:
         row = {"key": key, **values}
         self.rows[key] = row
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        cut = self.path.exists() and self.path.stat().st_size > 0 and not self.path.read_bytes().endswith(b"\n")
+        cut = False
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as f:                 # the last byte only, not the whole file
+                f.seek(-1, 2)
+                cut = f.read(1) != b"\n"
         with self.path.open("a") as f:
             f.write(("\n" if cut else "") + json.dumps(row) + "\n")   # never glued to a line cut by a kill
         return row

@@ -39,6 +39,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxml.papers.catride.metric_learning import pairwise_distances
+
 Embed = Callable[[jax.Array], jax.Array]
 
 
@@ -63,10 +65,14 @@ def check_budget(eps, alpha, steps: int) -> None:
         raise ValueError(f"attack budget: need steps >= 1, eps >= 0, alpha > 0; got {steps}, {eps}, {alpha}")
 
 
-def _dist(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Euclidean distances [..., n, m] between a [..., n, d] and b [..., m, d]."""
-    sq = jnp.sum(a * a, -1)[..., :, None] + jnp.sum(b * b, -1)[..., None, :] - 2.0 * a @ jnp.swapaxes(b, -1, -2)
-    return jnp.sqrt(jnp.maximum(sq, 1e-12))
+# distances [..., n, m] with a floor that keeps the sqrt's gradient finite for the PGD objectives
+_dist = functools.partial(pairwise_distances, floor=1e-12)
+
+
+def nudged(clean: jax.Array, key: jax.Array) -> jax.Array:
+    """RobRank's ES target: the clean embeddings plus 1e-7 x {-1, 0, 1} noise, so that the first
+    gradient (of a distance at 0) is defined."""
+    return clean + 1e-7 * jax.random.randint(key, clean.shape, -1, 2).astype(clean.dtype)
 
 
 def as_embed(embed: Embed) -> jax.tree_util.Partial:
@@ -182,14 +188,12 @@ _shift_pgd = jax.jit(shift_away, static_argnames=("steps",))
 def embedding_shift(embed: Embed, images: np.ndarray, seed: int, *, eps: float, alpha: float, steps: int
                     ) -> AttackOutcome:
     """ES: maximise the distance of f(x') from f(x). Outcome: the mean shift ||f(x') - f(x)||
-    (0 before; at most 2 for unit vectors). RobRank nudges the target by 1e-7 noise so that the
-    first gradient (of a distance at 0) is defined; so do we."""
+    (0 before; at most 2 for unit vectors); the target is `nudged` as in RobRank."""
     check_budget(eps, alpha, steps)
     embed = as_embed(embed)
     images = jnp.asarray(images, jnp.float32)
     clean = embed(images)
-    noise = 1e-7 * jax.random.randint(jax.random.PRNGKey(seed), clean.shape, -1, 2).astype(clean.dtype)
-    adv = _shift_pgd(embed, images, clean + noise, eps, alpha, steps)
+    adv = _shift_pgd(embed, images, nudged(clean, jax.random.PRNGKey(seed)), eps, alpha, steps)
     shift = float(jnp.mean(jnp.linalg.norm(embed(adv) - clean, axis=-1)))
     return AttackOutcome(np.asarray(adv), 0.0, shift)
 

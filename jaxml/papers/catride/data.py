@@ -31,14 +31,18 @@ def class_split(images: np.ndarray, labels: np.ndarray, classes: Sequence[int], 
     return images[keep], labels[keep]
 
 
+def _check_disjoint(train_classes, test_classes) -> None:
+    if set(train_classes) & set(test_classes):
+        raise ValueError(f"train and test classes overlap: {sorted(set(train_classes) & set(test_classes))}")
+
+
 def fashion_class_split(train_classes: Sequence[int] = (0, 1, 2, 3, 4), test_classes: Sequence[int] = (5, 6, 7, 8, 9),
                         train_per_class: int = 0, test_per_class: int = 0, seed: int = 0):
     """Fashion-MNIST for retrieval on unseen classes: `(train_x uint8 [n, 28, 28, 1], train_y, test_x,
     test_y)` with the training split's `train_classes` and the test split's `test_classes`."""
     from jaxml.data import fashion_mnist
 
-    if set(train_classes) & set(test_classes):
-        raise ValueError(f"train and test classes overlap: {sorted(set(train_classes) & set(test_classes))}")
+    _check_disjoint(train_classes, test_classes)
     (xtr, ytr), (xte, yte) = fashion_mnist.read_raw("train"), fashion_mnist.read_raw("test")
     train = class_split(xtr[..., None], ytr.astype(np.int32), train_classes, train_per_class, seed)
     test = class_split(xte[..., None], yte.astype(np.int32), test_classes, test_per_class, seed)
@@ -51,8 +55,7 @@ def digits_class_split(train_classes: Sequence[int] = (0, 1, 2, 3, 4), test_clas
     [n, 8, 8, 1] images (0..16 scaled to 0..255): `(train_x, train_y, test_x, test_y)`."""
     from jaxml.data import digits
 
-    if set(train_classes) & set(test_classes):
-        raise ValueError(f"train and test classes overlap: {sorted(set(train_classes) & set(test_classes))}")
+    _check_disjoint(train_classes, test_classes)
     images, labels = digits.load()
     images = np.round(images[..., None] * (255.0 / 16.0)).astype(np.uint8)
     return (*class_split(images, labels, train_classes, train_per_class, seed),

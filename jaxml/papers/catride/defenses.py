@@ -37,7 +37,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxml.papers.catride.attacks import check_budget, shift_away
+from jaxml.papers.catride.attacks import check_budget, nudged, shift_away
 from jaxml.papers.catride.collapse import softmax_pool
 from jaxml.papers.catride.metric_learning import pair_distance
 
@@ -70,13 +70,11 @@ def _split(images, negatives):
 
 
 def est(embed, images, negatives, key, progress, parity, *, eps, alpha, steps):
-    """EST: every image shifted away from its clean embedding (RobRank's 1e-7 nudge of the clean
-    target keeps the first gradient away from the norm's kink at 0)."""
+    """EST: every image shifted away from its (`nudged`) clean embedding."""
     del progress, parity
     check_budget(eps, alpha, steps)
     clean = jax.lax.stop_gradient(embed(images))
-    nudge = 1e-7 * jax.random.randint(key, clean.shape, -1, 2).astype(clean.dtype)
-    adv = jax.lax.stop_gradient(shift_away(embed, images, clean + nudge, eps, alpha, steps))
+    adv = jax.lax.stop_gradient(shift_away(embed, images, nudged(clean, key), eps, alpha, steps))
     return (*_split(adv, negatives), {"pgd_steps": jnp.asarray(steps, jnp.float32)})
 
 

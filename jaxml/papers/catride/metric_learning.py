@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxml.core.classification import to_float_images
+from jaxml.papers.catride.collapse import collapseness
 from jaxml.models.cnn import CNN
 
 MARGIN = 0.2   # RobRank's triplet margin for normalised (N) and cosine (C) distances
@@ -63,10 +64,17 @@ def normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
     return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
 
 
-def pairwise_distances(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Euclidean distances [n, m] between rows of a [n, d] and b [m, d] (clamped at 0 before sqrt)."""
-    sq = jnp.sum(a * a, -1)[:, None] + jnp.sum(b * b, -1)[None, :] - 2.0 * a @ b.T
-    return jnp.sqrt(jnp.maximum(sq, 0.0))
+def pairwise_distances(a: jax.Array, b: jax.Array, floor: float = 0.0) -> jax.Array:
+    """Euclidean distances [..., n, m] between the rows of a [..., n, d] and b [..., m, d]; the squared
+    distance is clamped at `floor` before the sqrt (a positive floor keeps its gradient finite)."""
+    sq = (jnp.sum(a * a, -1)[..., :, None] + jnp.sum(b * b, -1)[..., None, :]
+          - 2.0 * a @ jnp.swapaxes(b, -1, -2))
+    return jnp.sqrt(jnp.maximum(sq, floor))
+
+
+def triplet_hinge(d_ap: jax.Array, d_an: jax.Array, margin: float = MARGIN) -> jax.Array:
+    """The per-triplet loss relu(d_ap - d_an + margin)."""
+    return jax.nn.relu(d_ap - d_an + margin)
 
 
 def spc2_random_negatives(key: jax.Array, labels: jax.Array) -> jax.Array:
@@ -124,8 +132,7 @@ def triplet_loss(emb: jax.Array, labels: jax.Array, key: jax.Array, margin: floa
         raise ValueError(f"an SPC-2 batch has an even number of rows (anchor, positive pairs), got {emb.shape[0]}")
     negatives = spc2_random_negatives(key, labels)
     d_ap, d_an = triplet_distances(emb, negatives)
-    loss = jnp.mean(jax.nn.relu(d_ap - d_an + margin))
-    return loss, {"d_ap": d_ap, "d_an": d_an, "negatives": negatives}
+    return jnp.mean(triplet_hinge(d_ap, d_an, margin)), {"d_ap": d_ap, "d_an": d_an, "negatives": negatives}
 
 
 class PairSource:
@@ -217,8 +224,6 @@ class MetricTask:
         return self.model.clone(normalized=False).apply({"params": params}, x)
 
     def loss(self, params, batch, rng, model_state):
-        from jaxml.papers.catride.collapse import collapseness
-
         images, labels = flatten_pairs(batch)
         x = to_float_images(images)
         step = model_state["step"]
@@ -226,26 +231,28 @@ class MetricTask:
         k_mine, k_adv = jax.random.split(rng)
         fixed = jax.lax.stop_gradient(params)
         embed = lambda z: self.model.apply({"params": fixed}, z)          # noqa: E731
-        clean = embed(x)
-        negatives = mine(self.miner, k_mine, clean, labels, progress)
         info = {}
-        if self.adversary is None:
+        if self.adversary is None:               # one forward: the clean embeddings are the trained ones
             raw = self._raw(params, x)
+            clean = jax.lax.stop_gradient(normalize(raw))
+            negatives = mine(self.miner, k_mine, clean, labels, progress)
             emb = normalize(raw)
             ea, ep, en = emb[0::2], emb[1::2], emb[negatives]
         else:
+            clean = embed(x)
+            negatives = mine(self.miner, k_mine, clean, labels, progress)
             xa, xp, xn, info = self.adversary(embed, x, negatives, k_adv, progress, step % 2)
             raw = self._raw(params, jnp.concatenate([xa, xp, xn]))
             ea, ep, en = jnp.split(normalize(raw), 3)
         d_ap, d_an = pair_distance(ea, ep), pair_distance(ea, en)
-        loss = jnp.mean(jax.nn.relu(d_ap - d_an + self.margin))
+        loss = jnp.mean(triplet_hinge(d_ap, d_an, self.margin))
         if self.half_term:
             half = max(d_ap.shape[0] // 2, 1)
             low = lambda d: jnp.mean(-jax.lax.top_k(-d, half)[0])           # noqa: E731
             loss = loss + (step % 2) * 0.5 * jax.nn.relu(low(d_ap) - low(d_an) + 0.04)
         c_ap, c_an = triplet_distances(clean, negatives)
         metrics = {"d_ap": d_ap.mean(), "d_an": d_an.mean(), "ranked_right": jnp.mean(d_ap < d_an),
-                   "clean_loss": jnp.mean(jax.nn.relu(c_ap - c_an + self.margin)),
+                   "clean_loss": jnp.mean(triplet_hinge(c_ap, c_an, self.margin)),
                    "collapseness": collapseness(d_ap, d_an, self.lam),
                    "embedding_norm": jnp.mean(jnp.linalg.norm(raw, axis=-1)), **info}
         return loss, (metrics, {"step": step + 1})
@@ -256,7 +263,7 @@ class MetricTask:
         emb = self.model.apply({"params": params}, to_float_images(images))
         negatives = spc2_random_negatives(jax.random.PRNGKey(0), labels)
         d_ap, d_an = triplet_distances(emb, negatives)
-        return {"triplet_loss": jax.nn.relu(d_ap - d_an + self.margin),
+        return {"triplet_loss": triplet_hinge(d_ap, d_an, self.margin),
                 "ranked_right": (d_ap < d_an).astype(jnp.float32)}
 
     def train_data(self):
@@ -267,6 +274,6 @@ class MetricTask:
 
     def embed(self, params, images: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         """Embeddings float32 [n, dim] of images [n, H, W, C] (uint8 or float in [0, 1])."""
-        apply = jax.jit(lambda p, x: self.model.apply({"params": p}, to_float_images(x)))
-        return np.concatenate([np.asarray(apply(params, jnp.asarray(images[i:i + batch_size])))
+        apply = _apply(self.model)
+        return np.concatenate([np.asarray(apply(params, to_float_images(jnp.asarray(images[i:i + batch_size]))))
                                for i in range(0, len(images), batch_size)])

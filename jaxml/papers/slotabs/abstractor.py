@@ -68,6 +68,11 @@ class RelationalCrossAttention(nn.Module):
         return symbols + nn.DenseGeneral(symbols.shape[-1], axis=(-2, -1), name="o")(out)
 
 
+def feed_forward(mlp: int, dim: int, name: str) -> nn.Module:
+    """LayerNorm -> Dense(mlp) -> GELU -> Dense(dim), the block's feed-forward (a residual outside)."""
+    return nn.Sequential([nn.LayerNorm(), nn.Dense(mlp), nn.gelu, nn.Dense(dim)], name=name)
+
+
 class AbstractorLayer(nn.Module):
     heads: int
     head_dim: int
@@ -76,7 +81,7 @@ class AbstractorLayer(nn.Module):
     @nn.compact
     def __call__(self, z: jax.Array, symbols: jax.Array) -> jax.Array:
         d = symbols.shape[-1]
-        ff = nn.Sequential([nn.LayerNorm(), nn.Dense(self.mlp), nn.gelu, nn.Dense(d)], name="ff")
+        ff = feed_forward(self.mlp, d, "ff")
         s = RelationalCrossAttention(self.heads, self.head_dim, name="rca")(z, symbols)
         s = s + ff(s)
         sn = nn.LayerNorm(name="norm_self")(s)

@@ -64,13 +64,15 @@ def _glyphs():
 def shape_bank(count: int = 100, size: int = 16, max_iou: float = 0.5) -> np.ndarray:
     """`count` distinct glyph images float32 [count, size, size] in [0, 1] (see the module docstring)."""
     kept: list[np.ndarray] = []
+    inks: list[np.ndarray] = []
     for _, _, strokes in _glyphs():
         image = render_strokes(strokes, size)
         ink = image > 0.25
         if ink.sum() < size:            # too small or too thin to tell apart
             continue
-        if all((ink & k).sum() / (ink | k).sum() < max_iou for k in (im > 0.25 for im in kept)):
+        if all((ink & k).sum() / (ink | k).sum() < max_iou for k in inks):
             kept.append(image)
+            inks.append(ink)
         if len(kept) == count:
             bank = np.stack(kept)
             bank.setflags(write=False)

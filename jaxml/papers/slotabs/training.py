@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxml.papers.slotabs.abstractor import Abstractor, TemporalContextNorm
+from jaxml.papers.slotabs.abstractor import Abstractor, TemporalContextNorm, feed_forward
 from jaxml.papers.slotabs.slot_attention import SlotAutoencoder, SoftPositionEmbed
 
 REASONERS = ("slot_abstractor", "transformer", "learned_symbols", "cnn_abstractor", "cnn_mlp")
@@ -95,7 +95,7 @@ class SlotTransformer(nn.Module):
         for i in range(self.depth):
             h = nn.LayerNorm()(x)
             x = x + nn.MultiHeadDotProductAttention(self.heads, qkv_features=self.dim, name=f"attn{i}")(h, h)
-            x = x + nn.Sequential([nn.LayerNorm(), nn.Dense(self.mlp), nn.gelu, nn.Dense(self.dim)], name=f"ff{i}")(x)
+            x = x + feed_forward(self.mlp, self.dim, f"ff{i}")(x)
         return nn.Dense(1, name="readout")(jnp.mean(x, axis=1))[:, 0]
 
 
