@@ -14,7 +14,8 @@ For one candidate answer, the sequence holds the slots of every panel with the c
        S <- S + FF(S);  S <- S + SelfAttn(LN(S));  S <- S + FF(S)           (the same FF twice)
      W_q and W_k start equal (the official code seeds them identically) and carry no bias, so at
      initialisation the attention is a function of the inner products of the normalised features.
-  4. Readout: the mean of S over the sequence -> Dense(1).
+  4. Readout: the mean of S over the sequence -> Dense(outputs): one score per candidate (or, for a
+     binary judgement of one image, `outputs` = 2 scores).
 
 Object features reach the output only through the query-key products: two inputs whose products
 agree give the same score (`tests/papers/slotabs`).
@@ -65,6 +66,9 @@ class RelationalCrossAttention(nn.Module):
         k = proj("k", _tied_init)(zn)
         v = proj("v", nn.initializers.lecun_normal())(nn.LayerNorm(name="norm_s")(symbols))
         out = dot_product_attention(q, k, v)                                      # [B, T, H, dh]
+        # the relations, for figures: apply(..., mutable=["intermediates"]) returns them [B, H, T, T]
+        self.sow("intermediates", "relations",
+                 jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) * self.head_dim ** -0.5, axis=-1))
         return symbols + nn.DenseGeneral(symbols.shape[-1], axis=(-2, -1), name="o")(out)
 
 
@@ -105,6 +109,7 @@ class Abstractor(nn.Module):
     heads: int = 4
     head_dim: int = 16
     mlp: int = 128
+    outputs: int = 1
 
     @nn.compact
     def __call__(self, z: jax.Array, m: jax.Array) -> jax.Array:
@@ -115,7 +120,13 @@ class Abstractor(nn.Module):
         symbols = nn.Dense(self.dim, name="symbols")(TemporalContextNorm(name="tcn_m")(m))
         for i in range(self.depth):
             symbols = AbstractorLayer(self.heads, self.head_dim, self.mlp, name=f"layer{i}")(z, symbols)
-        return nn.Dense(1, name="readout")(jnp.mean(symbols, axis=1))[:, 0]
+        return readout(self.outputs, jnp.mean(symbols, axis=1))
+
+
+def readout(outputs: int, pooled: jax.Array) -> jax.Array:
+    """Dense(outputs) of the pooled [B, D]: [B] scores when outputs is 1, else [B, outputs]."""
+    out = nn.Dense(outputs, name="readout")(pooled)
+    return out[:, 0] if outputs == 1 else out
 
 
 def score_candidates(model: Abstractor, params, z: jax.Array, m: jax.Array) -> jax.Array:

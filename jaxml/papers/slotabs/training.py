@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxml.papers.slotabs.abstractor import Abstractor, TemporalContextNorm, feed_forward
+from jaxml.papers.slotabs.abstractor import Abstractor, TemporalContextNorm, feed_forward, readout
 from jaxml.papers.slotabs.slot_attention import SlotAutoencoder, SoftPositionEmbed
 
 REASONERS = ("slot_abstractor", "transformer", "learned_symbols", "cnn_abstractor", "cnn_mlp")
@@ -40,7 +40,8 @@ SLOT_REASONERS = REASONERS[:3]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class AutoencoderTask:
-    """Stage 1: reconstruct images {"image": float [B, S, S, C]} through the slots."""
+    """Stage 1: reconstruct images {"image": float [B, S, S, C]} through the slots (the target is
+    the image pooled by the model's `decode_factor`)."""
 
     model: SlotAutoencoder
     train_source: object
@@ -52,12 +53,12 @@ class AutoencoderTask:
 
     def loss(self, params, batch, rng):
         out = self.model.apply({"params": params}, batch["image"], rngs={"slots": rng})
-        mse = jnp.mean((out["recon"] - batch["image"]) ** 2)
+        mse = jnp.mean((out["recon"] - out["target"]) ** 2)
         return mse, {"mse": mse}
 
     def evaluate(self, params, batch):
         out = self.model.apply({"params": params}, batch["image"], rngs={"slots": jax.random.PRNGKey(0)})
-        return {"mse": jnp.mean((out["recon"] - batch["image"]) ** 2, axis=(1, 2, 3))}
+        return {"mse": jnp.mean((out["recon"] - out["target"]) ** 2, axis=(1, 2, 3))}
 
     def train_data(self):
         return self.train_source
@@ -88,6 +89,7 @@ class SlotTransformer(nn.Module):
     depth: int = 4
     heads: int = 4
     mlp: int = 128
+    outputs: int = 1
 
     @nn.compact
     def __call__(self, z: jax.Array, m: jax.Array) -> jax.Array:
@@ -96,7 +98,7 @@ class SlotTransformer(nn.Module):
             h = nn.LayerNorm()(x)
             x = x + nn.MultiHeadDotProductAttention(self.heads, qkv_features=self.dim, name=f"attn{i}")(h, h)
             x = x + feed_forward(self.mlp, self.dim, f"ff{i}")(x)
-        return nn.Dense(1, name="readout")(jnp.mean(x, axis=1))[:, 0]
+        return readout(self.outputs, jnp.mean(x, axis=1))
 
 
 class LearnedSymbolAbstractor(nn.Module):
@@ -111,16 +113,21 @@ class LearnedSymbolAbstractor(nn.Module):
 
 
 class CNNTokens(nn.Module):
-    """images [B, S, S, C] -> (features z, position embeddings m) [B, 16, D] of a 4x4 feature map."""
+    """images [B, S, S, C] -> (features z, position embeddings m) [B, 16, D] of a 4x4 feature map: two
+    stride-2 convolutions (5x5 and 3x3, `width` channels, as the slot encoder's first two layers),
+    then 3x3 convolutions each followed by a 2x2 max-pool down to 4x4, and a Dense layer to D."""
 
     dim: int = 64
+    width: int = 32
 
     @nn.compact
     def __call__(self, images: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = images
+        x = nn.relu(nn.Conv(self.width, (5, 5), strides=(2, 2))(images))
+        x = nn.relu(nn.Conv(self.width, (3, 3), strides=(2, 2))(x))
         while x.shape[1] > 4:
-            x = nn.relu(nn.Conv(self.dim, (3, 3))(x))
+            x = nn.relu(nn.Conv(self.width, (3, 3))(x))
             x = nn.max_pool(x, (2, 2), strides=(2, 2))
+        x = nn.Dense(self.dim)(x)
         x, pos = SoftPositionEmbed(self.dim, name="pos")(x)
         b = x.shape[0]
         return x.reshape(b, -1, self.dim), jnp.broadcast_to(pos.reshape(1, -1, self.dim), (b, pos.shape[0] * pos.shape[1], self.dim))
@@ -138,23 +145,25 @@ class CNNAbstractor(nn.Module):
 
 class CNNMLP(nn.Module):
     dim: int = 64
+    outputs: int = 1
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         z, _ = CNNTokens(self.dim, name="cnn")(images)
         x = z.reshape(z.shape[0], -1)
-        return nn.Dense(1)(nn.relu(nn.Dense(4 * self.dim)(x)))[:, 0]
+        return readout(self.outputs, nn.relu(nn.Dense(4 * self.dim)(x)))
 
 
-def make_reasoner(name: str, dim: int = 64, depth: int = 4, heads: int = 4, head_dim: int = 16, mlp: int = 128
-                  ) -> nn.Module:
-    """The reasoner `name` (one of REASONERS) at the given width and depth."""
-    abstractor = Abstractor(dim=dim, depth=depth, heads=heads, head_dim=head_dim, mlp=mlp)
+def make_reasoner(name: str, dim: int = 64, depth: int = 4, heads: int = 4, head_dim: int = 16, mlp: int = 128,
+                  outputs: int = 1) -> nn.Module:
+    """The reasoner `name` (one of REASONERS) at the given width and depth; `outputs` scores per
+    image (1: a score per candidate; 2: a binary judgement of a single image)."""
+    abstractor = Abstractor(dim=dim, depth=depth, heads=heads, head_dim=head_dim, mlp=mlp, outputs=outputs)
     models = {"slot_abstractor": lambda: abstractor,
-              "transformer": lambda: SlotTransformer(dim=dim, depth=depth, heads=heads, mlp=mlp),
+              "transformer": lambda: SlotTransformer(dim=dim, depth=depth, heads=heads, mlp=mlp, outputs=outputs),
               "learned_symbols": lambda: LearnedSymbolAbstractor(abstractor),
               "cnn_abstractor": lambda: CNNAbstractor(abstractor, dim=dim),
-              "cnn_mlp": lambda: CNNMLP(dim=dim)}
+              "cnn_mlp": lambda: CNNMLP(dim=dim, outputs=outputs)}
     if name not in models:
         raise ValueError(f"unknown reasoner {name!r}; accepted: {REASONERS}")
     return models[name]()
@@ -162,7 +171,8 @@ def make_reasoner(name: str, dim: int = 64, depth: int = 4, heads: int = 4, head
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReasoningTask:
-    """Stage 2: choose among C candidates. Slot reasoners read batches {"z", "m": [B, C, K, D],
+    """Stage 2: choose among C candidates (or, with C = 1 and a model of `outputs` scores, among the
+    `outputs` answers of a binary judgement). Slot reasoners read batches {"z", "m": [B, C, K, D],
     "label": [B]}; image reasoners (`images=True`) read {"image": [B, C, S, S, 1], "label": [B]}."""
 
     model: nn.Module
@@ -179,7 +189,7 @@ class ReasoningTask:
 
     def logits(self, params, batch):
         inputs, (b, c) = self._inputs(batch)
-        return self.model.apply({"params": params}, *inputs).reshape(b, c)
+        return self.model.apply({"params": params}, *inputs).reshape(b, -1)     # [B, C] or [B, outputs]
 
     def init(self, rng, batch):
         inputs, _ = self._inputs(batch)

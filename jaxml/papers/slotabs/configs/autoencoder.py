@@ -1,6 +1,6 @@
 """Slot Abstractors stage 1 (experiment `slotabs/autoencoder`): pretrain the slot autoencoder on
-ART same/different panels of all 100 shapes and compare its held-out reconstruction error with the
-mean image's.
+panels of ART's four tasks over all 100 shapes and compare its held-out reconstruction error with
+the mean image's.
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/slotabs/configs/autoencoder.py:quick --workdir=/tmp/slotabs_ae
@@ -15,14 +15,18 @@ import ml_collections
 from jaxml.core.config import by_scale, experiment_config
 
 
+def autoencoder_block(scale: str) -> ml_collections.ConfigDict:
+    """The slot autoencoder's size at `scale`: 7 slots (up to 6 objects and the background), the
+    encoder strided and the decoder at a quarter of the resolution for CPU (see slot_attention.py)."""
+    return ml_collections.ConfigDict(dict(
+        num_slots=7, dim=by_scale(scale, tiny=8, quick=32, full=32), iters=by_scale(scale, tiny=1, quick=3, full=3),
+        encoder_strides=(2, 2, 1, 1), decode_factor=4, decoder_dim=by_scale(scale, tiny=8, quick=16, full=32),
+        decoder_kernel=3, slot_init="learned", broadcast=16, decoder_layers=3, target_pool="max", panels=by_scale(scale, tiny=64, quick=1000, full=8000),
+        test_panels=by_scale(scale, tiny=32, quick=256, full=512), steps=by_scale(scale, tiny=4, quick=500, full=6000),
+        batch_size=16, learning_rate=by_scale(scale, tiny=3e-3, quick=3e-3, full=1e-3), seed=0))
+
+
 def get_config(arg=None) -> ml_collections.ConfigDict:
     c, scale = experiment_config("slotabs/autoencoder", arg)
-    c.task = "same_different"
-    c.train_problems = by_scale(scale, tiny=64, quick=1000, full=4000)
-    c.test_problems = by_scale(scale, tiny=32, quick=200, full=500)
-    c.autoencoder = ml_collections.ConfigDict(dict(num_slots=4, dim=by_scale(scale, tiny=8, quick=16, full=32),
-                                                   iters=by_scale(scale, tiny=1, quick=3, full=3)))
-    c.steps = by_scale(scale, tiny=4, quick=300, full=3000)
-    c.batch_size = by_scale(scale, tiny=16, quick=32, full=32)
-    c.learning_rate = 4e-4
+    c.autoencoder = autoencoder_block(scale)
     return c
