@@ -10,7 +10,12 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/slotabs/configs/benchmark.py --workdir=/tmp/slotabs_bench_full
 Hardware: 2 CPU cores. Metric: held-out-shape accuracy (%), mean and std over seeds; the headline
 is the Slot Abstractor's mean over the tasks. The paper reports near-ceiling ART accuracy at m = 95
-(no table in our sources). Times and numbers: jaxml/papers/slotabs/README.md. Tiny: plumbing only.
+(no table in our sources).
+Measured (2026-12-02): tiny 39 s (plumbing only); quick about 1m20s (autoencoder 400 steps,
+same/different: Slot Abstractor 64.5%, Transformer over slots 62.5%, CNN+MLP 54.7%); full: the
+autoencoder 11m09s and about 56 min of reasoner runs, Slot Abstractor mean 41.8 +- 2.5% against the
+CNN Abstractor's 55.8 +- 2.4% (same/different 65.2 vs 80.9; RMTS, identity at chance for every
+model). Tables: jaxml/papers/slotabs/README.md.
 """
 
 import ml_collections
@@ -35,7 +40,7 @@ def reasoning_block(c, scale: str) -> None:
 def get_config(arg=None) -> ml_collections.ConfigDict:
     c, scale = experiment_config("slotabs/benchmark", arg)
     c.autoencoder = autoencoder_block(scale)
-    c.tasks = by_scale(scale, tiny=("rmts",), quick=("same_different", "rmts"),
+    c.tasks = by_scale(scale, tiny=("rmts",), quick=("same_different",),
                        full=("same_different", "rmts", "dist3", "identity"))
     c.reasoners = by_scale(scale, tiny=("slot_abstractor", "cnn_mlp"),
                            quick=("slot_abstractor", "transformer", "cnn_mlp"),
