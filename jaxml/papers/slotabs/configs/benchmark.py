@@ -54,4 +54,9 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
                            full=("slot_abstractor", "cnn_mlp")),
         timing_slots=by_scale(scale, tiny=(4,), quick=(4, 16), full=(4, 8, 16, 32, 64)),
         timing_batch=by_scale(scale, tiny=16, quick=64, full=64)))
+    # the 3x3 PGM-like task (slot reasoners; the extrapolation regime holds counts 5 and 6 out of training)
+    c.pgm = ml_collections.ConfigDict(dict(
+        regimes=by_scale(scale, tiny=("extrapolation",), quick=(), full=("extrapolation",)),
+        reasoners=by_scale(scale, tiny=("slot_abstractor",), quick=("slot_abstractor",),
+                           full=("slot_abstractor", "transformer", "learned_symbols"))))
     return c
