@@ -10,8 +10,8 @@ training shapes train every reasoner (the Slot Abstractor and its ablations) ove
 problems of the m held-out shapes and on fresh problems of the training shapes. Every finished
 (task, reasoner, seed) is a row of `rows.jsonl` and every loop run resumes from its checkpoints.
 
-`slotabs/scaling`: the same-different judgement over 2..6 objects per panel (all the same, or one
-differs): held-out accuracy and the time per example as the number of objects, and of slots, grows.
+The benchmark also runs the scaling (`config.scaling`: all-same problems with 2 to 5 objects, and
+the time per example against the number of slots) and the PGM-like task (`config.pgm`).
 
 `slotabs/reproduce`: the parts of configs/reproduce.py at one scale.
 """
@@ -54,6 +54,11 @@ def panels(n: int, seed: int) -> np.ndarray:
     return out[rng.permutation(len(out))]
 
 
+def pm(metrics: dict, key: str) -> str:
+    """`key`'s mean and std over seeds in percent: "65.2 ± 1.6"."""
+    return f"{100 * metrics[key]:.1f} ± {100 * metrics[key + '_std']:.1f}"
+
+
 def pooled(images: np.ndarray, factor: int, how: str = "mean") -> np.ndarray:
     """images [N, S, S, C] pooled by `factor`, "mean" or "max" (the autoencoder's reconstruction target)."""
     n, s, _, c = images.shape
@@ -81,13 +86,6 @@ def slot_binding(model, params, images: np.ndarray) -> dict[str, float]:
     ink = (pooled(images, stride, "max")[..., 0].reshape(len(images), -1) > 0.2).astype(np.float32)
     share = np.einsum("bkn,bn->bk", attn, ink)
     return {"binding": float(share.max(axis=1).mean()), "ink_share": float(ink.mean())}
-
-
-def binding_claim(binding: float, ink_share: float, steps: int) -> Claim:
-    return Claim("the slots bind objects (most of some slot's attention falls on an object's ink)",
-                 f"largest share of a slot's attention on ink {binding:.2f} (spread evenly: {ink_share:.2f})",
-                 "slot attention yields object-centric slots (the paper's slot-mask figures)",
-                 verdict(binding > 0.5 if steps >= 500 else None))
 
 
 def autoencoder_model(a) -> SlotAutoencoder:
@@ -133,25 +131,35 @@ def plot_slots(model, params, images: np.ndarray, path) -> str:
     return save_figure(fig, path)
 
 
+def autoencoder_report(a, model, params, train: np.ndarray, test: np.ndarray, outcome) -> tuple[dict, list[Claim]]:
+    """Stage 1's metrics (test MSE against the mean and the all-black image, slot binding) and its
+    claims, for the autoencoder of config block `a` trained on `train` and measured on `test`."""
+    mse = float(outcome.metrics["test/mse"])
+    mean_mse = mean_image_mse(a, train, test)
+    black_mse = float(np.mean(pooled(test, a.decode_factor, a.target_pool) ** 2))
+    metrics = {"mse": mse, "mean_image_mse": mean_mse, "black_image_mse": black_mse, "mse_ratio": mse / mean_mse,
+               **slot_binding(model, params, test[:64]), "train_time_s": outcome.metrics.get("train_time_s", 0.0)}
+    progress.log(f"slot autoencoder: test MSE {mse:.4f} vs mean image {mean_mse:.4f}, black image {black_mse:.4f}; "
+                 f"slot binding {metrics['binding']:.3f} (ink share {metrics['ink_share']:.3f})")
+    claims = [Claim("the pretrained slot autoencoder reconstructs held-out panels better than their mean image",
+                    f"MSE {mse:.4f} vs {mean_mse:.4f} (an all-black image: {black_mse:.4f})",
+                    "the paper pretrains and freezes a slot autoencoder (no number given)",
+                    verdict(mse < mean_mse if a.steps >= 500 else None)),
+              Claim("the slots bind objects (most of some slot's attention falls on an object's ink)",
+                    f"largest share of a slot's attention on ink {metrics['binding']:.2f} (spread evenly: "
+                    f"{metrics['ink_share']:.2f})",
+                    "slot attention yields object-centric slots (the paper's slot-mask figures)",
+                    verdict(metrics["binding"] > 0.5 if a.steps >= 500 else None))]
+    return metrics, claims
+
+
 @registry.experiment("slotabs/autoencoder")
 def autoencoder(config, workdir) -> Result:
     workdir = make_workdir(workdir)
     a = config.autoencoder
     model, params, train, test, outcome = pretrain_autoencoder(a, workdir / "autoencoder")
-    mean_mse = mean_image_mse(a, train, test)
-    black_mse = float(np.mean(pooled(test, a.decode_factor, a.target_pool) ** 2))
-    metrics = {"mse": outcome.metrics["test/mse"], "mean_image_mse": mean_mse, "black_image_mse": black_mse,
-               **slot_binding(model, params, test[:64]),
-               "mse_ratio": outcome.metrics["test/mse"] / mean_mse,
-               "train_time_s": outcome.metrics.get("train_time_s", 0.0)}
-    progress.log(f"slot autoencoder: test MSE {metrics['mse']:.4f} vs mean image {mean_mse:.4f}, black image "
-                 f"{black_mse:.4f}; slot binding {metrics['binding']:.3f} (ink share {metrics['ink_share']:.3f})")
+    metrics, claims = autoencoder_report(a, model, params, train, test, outcome)
     figure = plot_slots(model, params, test[:4], workdir / "slots.png")
-    claims = [Claim("the pretrained slot autoencoder reconstructs held-out panels better than their mean image",
-                    f"MSE {metrics['mse']:.4f} vs {mean_mse:.4f} (ratio {metrics['mse_ratio']:.2f})",
-                    "the paper pretrains and freezes a slot autoencoder (no number given)",
-                    verdict(metrics["mse"] < mean_mse if a.steps >= 500 else None)),
-              binding_claim(metrics["binding"], metrics["ink_share"], a.steps)]
     return Result(metrics=metrics, headline="mse_ratio", claims=claims, figures=[figure],
                   notes=(f"panels of the four tasks ({a.panels} train / {a.test_panels} test), {a.num_slots} slots "
                          f"of {a.dim}, {a.steps} steps; the target is the panel pooled by {a.decode_factor}."))
@@ -194,20 +202,24 @@ def pgm_data(regime: str, config, slot_model, ae_params, seed: int, train_ids, t
     return out
 
 
-def run_reasoner(config, name: str, seed: int, data: dict, workdir: pathlib.Path, outcome: bool = False,
-                 task_name: str = ""):
-    """Trains reasoner `name` on data["train"] with the one loop; its accuracy on the held-out shapes
-    and on the training shapes, and the seconds it took (with `outcome`: also the model and the
-    loop's outcome; a finished run in `workdir` is restored, not retrained)."""
+def reasoner_for(config, name: str, outputs: int = 1):
+    """The reasoner `name` at the size of config.reasoner."""
+    r = config.reasoner
+    return make_reasoner(name, dim=r.dim, depth=r.depth, heads=r.heads, head_dim=r.head_dim, mlp=r.mlp, outputs=outputs)
+
+
+def run_reasoner(config, name: str, seed: int, data: dict, workdir: pathlib.Path, task_name: str = ""):
+    """Trains reasoner `name` on data["train"] with the one loop (a finished run in `workdir` is
+    restored, not retrained). Returns (row: its accuracy on the held-out shapes and on the training
+    shapes and the seconds it took, the model, the loop's outcome)."""
     images = name not in SLOT_REASONERS
     keys = ("image", "label") if images else ("z", "m", "label")
     source = lambda split: ArraySource({k: data[split][k] for k in keys})       # noqa: E731
-    r = config.reasoner
     if images and "image" not in data["train"]:
         raise ValueError(f"reasoner {name!r} reads images; {task_name} offers slots only (accepted: {SLOT_REASONERS})")
     candidates = data["train"]["z" if "z" in data["train"] else "image"].shape[1]
     outputs = CHOICES[task_name] if candidates == 1 else 1
-    model = make_reasoner(name, dim=r.dim, depth=r.depth, heads=r.heads, head_dim=r.head_dim, mlp=r.mlp, outputs=outputs)
+    model = reasoner_for(config, name, outputs)
     task = ReasoningTask(model, source("train"), {"heldout": source("heldout"), "train_shapes": source("train_shapes")},
                          images=images)
     loop = default_config()
@@ -218,10 +230,9 @@ def run_reasoner(config, name: str, seed: int, data: dict, workdir: pathlib.Path
     loop.schedule.warmup_steps = config.steps // 10
     t0 = time.perf_counter()
     done = train_and_evaluate(loop, workdir, task=task)
-    TRAINED[str(workdir)] = (model, done)
     row = {"heldout": float(done.metrics["heldout/accuracy"]),
            "train_shapes": float(done.metrics["train_shapes/accuracy"]), "seconds": time.perf_counter() - t0}
-    return (row, model, done) if outcome else row
+    return row, model, done
 
 
 def plot_accuracy(metrics: dict, tasks, reasoners, path) -> str:
@@ -248,9 +259,12 @@ LABELS = {"slot_abstractor": "Slot Abstractor", "transformer": "Transformer over
 CHOICES = {**TASK_CHOICES, **{f"all_same_{n}": 2 for n in range(2, 7)}, **{f"pgm_{r}": 4 for r in REGIMES}}
 
 
-def reasoning_rows(config, workdir: pathlib.Path, tasks, reasoners, seeds, model, params, rows_file: Rows) -> dict:
-    """Every (task, reasoner, seed) row, resumed from `rows_file` where done."""
-    rows = {}
+def reasoning_rows(config, workdir: pathlib.Path, tasks, reasoners, seeds, model, params, rows_file: Rows,
+                   keep: tuple | None = None) -> tuple[dict, tuple | None]:
+    """Every (task, reasoner, seed) row, resumed from `rows_file` where done. When the run `keep`
+    = (task, reasoner, seed) is trained here, also returns (its model, params, held-out split) for
+    figures, else None."""
+    rows, kept = {}, None
     for task in tasks:
         for seed in seeds:
             data = None
@@ -260,12 +274,15 @@ def reasoning_rows(config, workdir: pathlib.Path, tasks, reasoners, seeds, model
                 if row is None:
                     if data is None:
                         data = task_data(task, config, model, params, seed)
-                    row = rows_file.add(key, **run_reasoner(config, name, seed, data, workdir / task / name / f"seed{seed}",
-                                                            task_name=task))
+                    row, reasoner, done = run_reasoner(config, name, seed, data, workdir / task / name / f"seed{seed}",
+                                                       task_name=task)
+                    row = rows_file.add(key, **row)
+                    if keep == (task, name, seed):
+                        kept = (reasoner, done.state.params, data["heldout"])
                 rows[task, name, seed] = row
                 progress.log(f"{key}: held-out {100 * row['heldout']:.1f}%, training shapes "
                              f"{100 * row['train_shapes']:.1f}% ({progress.format_duration(row['seconds'])})")
-    return rows
+    return rows, kept
 
 
 def aggregate(rows, tasks, reasoners, seeds) -> dict[str, float]:
@@ -292,36 +309,27 @@ def benchmark(config, workdir) -> Result:
             raise ValueError(f"unknown reasoner {name!r}; accepted: {REASONERS}")
     model, params, ae_train, ae_test, ae = pretrain_autoencoder(config.autoencoder, workdir / "autoencoder")
     tasks, reasoners, seeds = tuple(config.tasks), tuple(config.reasoners), tuple(config.seeds)
-    rows = reasoning_rows(config, workdir, tasks, reasoners, seeds, model, params, Rows(workdir / "rows.jsonl"))
+    figure_run = ("rmts" if "rmts" in tasks else tasks[0], "slot_abstractor", seeds[0])
+    rows, kept = reasoning_rows(config, workdir, tasks, reasoners, seeds, model, params, Rows(workdir / "rows.jsonl"),
+                                keep=figure_run if "slot_abstractor" in reasoners else None)
     metrics = aggregate(rows, tasks, reasoners, seeds)
-    metrics["autoencoder_mse"] = float(ae.metrics["test/mse"])
-    metrics["autoencoder_mean_image_mse"] = mean_image_mse(config.autoencoder, ae_train, ae_test)
-    metrics["autoencoder_mse_ratio"] = metrics["autoencoder_mse"] / metrics["autoencoder_mean_image_mse"]
-    metrics["autoencoder_black_image_mse"] = float(np.mean(pooled(ae_test, config.autoencoder.decode_factor,
-                                                                  config.autoencoder.target_pool) ** 2))
-    metrics.update({f"autoencoder_{k}": v for k, v in slot_binding(model, params, ae_test[:64]).items()})
+    ae_metrics, claims = autoencoder_report(config.autoencoder, model, params, ae_train, ae_test, ae)
+    metrics.update({f"autoencoder_{k}": v for k, v in ae_metrics.items()})
     headline = "slot_abstractor" if "slot_abstractor" in reasoners else reasoners[0]
     metrics["accuracy"] = metrics[f"mean/{headline}/heldout"]
     figures = [plot_accuracy(metrics, tasks, reasoners, workdir / "accuracy.png"),
                plot_slots(model, params, panels(4, seed=7), workdir / "slots.png"),
-               relations_figure(config, model, params, tasks, seeds[0], workdir)]
+               *([relations_figure(config, model, params, figure_run, kept, workdir)]
+                 if "slot_abstractor" in reasoners else [])]
     full = config.steps >= 1000 and len(seeds) >= 3
-    pm = lambda key: f"{100 * metrics[key]:.1f} ± {100 * metrics[key + '_std']:.1f}"    # noqa: E731
-    claims = [Claim("the pretrained slot autoencoder reconstructs held-out panels better than their mean image",
-                    f"MSE {metrics['autoencoder_mse']:.4f} vs {metrics['autoencoder_mean_image_mse']:.4f} (an all-black "
-                    f"image: {metrics['autoencoder_black_image_mse']:.4f}); slot binding "
-                    f"{metrics['autoencoder_binding']:.2f} (ink share {metrics['autoencoder_ink_share']:.2f})",
-                    "the paper pretrains and freezes a slot autoencoder (no number given)",
-                    verdict(metrics["autoencoder_mse_ratio"] < 1 if config.autoencoder.steps >= 500 else None)),
-              binding_claim(metrics["autoencoder_binding"], metrics["autoencoder_ink_share"], config.autoencoder.steps)]
     if "slot_abstractor" in reasoners:
         others = [r for r in reasoners if r != "slot_abstractor"]
         best = max(others, key=lambda r: metrics[f"mean/{r}/heldout"]) if others else None
         if best:
             claims.append(Claim(
                 "the Slot Abstractor generalises to held-out shapes better than its ablations (mean over ART's tasks)",
-                f"Slot Abstractor {pm('mean/slot_abstractor/heldout')}% vs best ablation ({LABELS[best]}) "
-                f"{pm(f'mean/{best}/heldout')}%",
+                f"Slot Abstractor {pm(metrics, 'mean/slot_abstractor/heldout')}% vs best ablation ({LABELS[best]}) "
+                f"{pm(metrics, f'mean/{best}/heldout')}%",
                 "Slot Abstractors are state of the art on ART (m = 95 held-out shapes) against OCRA, slot "
                 "Transformers and CNN baselines (no table in our sources)",
                 verdict(metrics["mean/slot_abstractor/heldout"] > metrics[f"mean/{best}/heldout"] if full else None)))
@@ -329,7 +337,7 @@ def benchmark(config, workdir) -> Result:
             chance = 1 / CHOICES[task]
             claims.append(Claim(
                 f"the Slot Abstractor is above chance on held-out shapes ({task})",
-                f"{pm(f'{task}/slot_abstractor/heldout')}% (chance {100 * chance:.0f}%)",
+                f"{pm(metrics, f'{task}/slot_abstractor/heldout')}% (chance {100 * chance:.0f}%)",
                 "near-ceiling accuracy on ART at m = 95 (the paper's figures)",
                 verdict(metrics[f"{task}/slot_abstractor/heldout"] - 2 * metrics[f"{task}/slot_abstractor/heldout_std"]
                         > chance if full else None)))
@@ -341,7 +349,7 @@ def benchmark(config, workdir) -> Result:
         claims += scale_claims
     if config.pgm.regimes:
         pgm_tasks = tuple(f"pgm_{r}" for r in config.pgm.regimes)
-        pgm_rows = reasoning_rows(config, workdir / "pgm", pgm_tasks, tuple(config.pgm.reasoners), seeds, model, params,
+        pgm_rows, _ = reasoning_rows(config, workdir / "pgm", pgm_tasks, tuple(config.pgm.reasoners), seeds, model, params,
                                   Rows(workdir / "pgm" / "rows.jsonl"))
         pgm_metrics = aggregate(pgm_rows, pgm_tasks, tuple(config.pgm.reasoners), seeds)
         metrics.update({f"pgm/{k}": v for k, v in pgm_metrics.items() if not k.startswith("mean/")})
@@ -358,36 +366,33 @@ def benchmark(config, workdir) -> Result:
 def pgm_claims(metrics, tasks, reasoners, full: bool) -> list[Claim]:
     """The PGM-like task's claims: the Slot Abstractor above chance on the held-out regime, and
     against the other slot reasoners."""
-    pm = lambda key: f"{100 * metrics[key]:.1f} ± {100 * metrics[key + '_std']:.1f}"    # noqa: E731
     claims = []
     for task in tasks:
         key = f"pgm/{task}/slot_abstractor/heldout"
         if key not in metrics:
             continue
-        others = ", ".join(f"{LABELS[r]} {pm(f'pgm/{task}/{r}/heldout')}%" for r in reasoners if r != "slot_abstractor")
+        others = ", ".join(f"{LABELS[r]} {pm(metrics, f'pgm/{task}/{r}/heldout')}%" for r in reasoners if r != "slot_abstractor")
         claims.append(Claim(
             f"the Slot Abstractor solves the PGM-like task on held-out shapes and attribute values ({task})",
-            f"{pm(key)}% (chance 25%); training shapes and values {pm(key.replace('heldout', 'train_shapes'))}%; "
+            f"{pm(metrics, key)}% (chance 25%); training shapes and values {pm(metrics, key.replace('heldout', 'train_shapes'))}%; "
             f"{others}",
             "Slot Abstractors are state of the art on PGM (extrapolation regime by default; no table in our sources)",
             verdict(metrics[key] - 2 * metrics[key + "_std"] > 0.25 if full else None)))
     return claims
 
 
-TRAINED: dict[str, tuple] = {}          # work folder -> (model, outcome) of reasoners trained in this process
-
-
-def relations_figure(config, ae, ae_params, tasks, seed: int, workdir: pathlib.Path) -> str:
-    """The trained Slot Abstractor's first-layer relations on one held-out problem of the first
-    relational task (rmts when run): each candidate with its slots and the relation matrix."""
-    task = "rmts" if "rmts" in tasks else tasks[0]
-    data = task_data(task, config, ae, ae_params, seed)
-    folder = workdir / task / "slot_abstractor" / f"seed{seed}"
-    if str(folder) in TRAINED:
-        model, done = TRAINED[str(folder)]
-    else:                                  # resumed from rows: restore the finished run
-        _, model, done = run_reasoner(config, "slot_abstractor", seed, data, folder, outcome=True, task_name=task)
-    return plot_relations(ae, ae_params, model, done.state.params, data["heldout"], 0, workdir / "relations.png")
+def relations_figure(config, ae, ae_params, run: tuple, kept: tuple | None, workdir: pathlib.Path) -> str:
+    """The trained Slot Abstractor's first-layer relations on one held-out problem of `run` = (task,
+    "slot_abstractor", seed): each candidate with its slots and the relation matrix. `kept` is
+    (model, params, held-out split) when that run was trained in this process; otherwise its data
+    are rebuilt and the finished run restored."""
+    task, name, seed = run
+    if kept is None:
+        data = task_data(task, config, ae, ae_params, seed)
+        _, model, done = run_reasoner(config, name, seed, data, workdir / task / name / f"seed{seed}", task_name=task)
+        kept = (model, done.state.params, data["heldout"])
+    model, params, heldout = kept
+    return plot_relations(ae, ae_params, model, params, heldout, 0, workdir / "relations.png")
 
 
 def plot_relations(ae, ae_params, model, params, split: dict, index: int, path) -> str:
@@ -453,27 +458,24 @@ def scaling(config, workdir: pathlib.Path, model, params, rows_file: Rows) -> tu
     the Abstractor's relations cost O(K^2) per layer). Returns (metrics, figure, claims)."""
     sc = config.scaling
     counts, reasoners, seeds = tuple(sc.objects), tuple(sc.reasoners), tuple(config.seeds)
-    if max(counts) + 2 > model.num_slots:
-        raise ValueError(f"slotabs scaling: {max(counts)} objects need {max(counts) + 2} slots (objects, marker, "
+    if max(counts) + 1 > model.num_slots:
+        raise ValueError(f"slotabs scaling: {max(counts)} objects need {max(counts) + 1} slots (the objects and the "
                          f"background); the autoencoder has {model.num_slots}")
     tasks = tuple(f"all_same_{n}" for n in counts)
-    rows = reasoning_rows(config, workdir, tasks, reasoners, seeds, model, params, rows_file)
+    rows, _ = reasoning_rows(config, workdir, tasks, reasoners, seeds, model, params, rows_file)
     metrics = aggregate(rows, tasks, reasoners, seeds)
     metrics = {k: v for k, v in metrics.items() if not k.startswith("mean/")}   # a mean over object counts means nothing
     images = make_count_problems(2, sc.timing_batch, np.arange(100), seed=0).images.reshape(-1, IMAGE, IMAGE, 1)
-    r = config.reasoner
     for k in sc.timing_slots:
         for name in reasoners:
             key = f"timing/slots{k}/{name}"
             timing = rows_file.get(key)
             if timing is None:
-                reasoner = make_reasoner(name, dim=r.dim, depth=r.depth, heads=r.heads, head_dim=r.head_dim, mlp=r.mlp)
-                timing = rows_file.add(key, **time_per_example(model.clone(num_slots=k), reasoner, images,
+                timing = rows_file.add(key, **time_per_example(model.clone(num_slots=k), reasoner_for(config, name), images,
                                                                name in SLOT_REASONERS))
             metrics[f"slots{k}/{name}/encode_ms"] = timing["encode_ms"]
             metrics[f"slots{k}/{name}/reason_ms"] = timing["reason_ms"]
     figure = plot_scaling(metrics, counts, tuple(sc.timing_slots), reasoners, workdir / "scaling.png")
-    pm = lambda key: f"{100 * metrics[key]:.1f} ± {100 * metrics[key + '_std']:.1f}"    # noqa: E731
     claims = []
     if "slot_abstractor" in reasoners:
         k0, k1 = sc.timing_slots[0], sc.timing_slots[-1]
@@ -483,7 +485,7 @@ def scaling(config, workdir: pathlib.Path, model, params, rows_file: Rows) -> tu
         claims.append(Claim(
             f"the Slot Abstractor solves all-same problems from {counts[0]} to {counts[-1]} objects (above chance at "
             "every count)",
-            ", ".join(f"{n} objects {pm(f'{t}/slot_abstractor/heldout')}%" for n, t in zip(counts, tasks)),
+            ", ".join(f"{n} objects {pm(metrics, f'{t}/slot_abstractor/heldout')}%" for n, t in zip(counts, tasks)),
             "Slot Abstractors scale to problems with many objects",
             verdict(all(above) if config.steps >= 1000 and len(seeds) >= 3 else None)))
         claims.append(Claim(

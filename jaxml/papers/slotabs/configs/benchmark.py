@@ -47,7 +47,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
                            full=("slot_abstractor", "transformer", "learned_symbols", "cnn_abstractor", "cnn_mlp"))
     c.seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0, 1, 2))
     reasoning_block(c, scale)
-    # the scaling with the number of objects (all-same problems; slots = objects + marker + background)
+    # the scaling with the number of objects (all-same problems; up to 6 objects and the background in 7 slots)
     c.scaling = ml_collections.ConfigDict(dict(
         objects=by_scale(scale, tiny=(2,), quick=(2, 5), full=(2, 3, 5)),
         reasoners=by_scale(scale, tiny=("slot_abstractor",), quick=("slot_abstractor",),
