@@ -464,3 +464,21 @@ register(Asset(
     license="MIT (the Hershey fonts are public domain)",
     description="the 32 Hershey vector fonts (3,170 line-drawn glyphs) inside the HersheyFonts module; not "
                 "installed as a package, its wheel also ships a top-level `tests` package"))
+
+register(Asset(
+    name="tabler-icons", kind="pypi", package="pytablericons", version="1.0.1",
+    filename="pytablericons-1.0.1-py3-none-any.whl",
+    sha256="0c9bac8a016daa912273f22911d5d7039bafbb2de0a78a7152944a3aaaaa7b29", size=2693212,
+    members=("pytablericons/icons/outline", "pytablericons-1.0.1.dist-info/LICENSE"),
+    license="MIT (Tabler Icons, Pawel Kuna)",
+    description="Tabler's 4,577 outline icons (24x24 centre-line strokes, width 2) with their tags and category "
+                "in each file's header comment; not installed (the wheel depends on pygame)"))
+
+register(Asset(
+    name="kanjivg", kind="pypi", package="kanjivg", version="20260714",
+    filename="kanjivg-20260714-py3-none-any.whl",
+    sha256="5190e7ec4eb513dbe6865b2ed52c58287fc10ea514b9409e4cf66ce7db41644d", size=22598506,
+    members=("kanji", "kanjivg-20260714.dist-info/licenses/COPYING"),
+    license="CC BY-SA 3.0 (KanjiVG, Ulrich Apel)",
+    description="KanjiVG: 11,662 kanji and variants (109x109), one centre-line <path> per stroke in writing order, "
+                "grouped by component elements"))
