@@ -22,13 +22,13 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     data_block(c, scale)
     c.vq = vq_block(scale)
     c.max_strokes = by_scale(scale, tiny=34, quick=34, full=66)        # tokens incl. BOS/EOS: rows / 2 + 2
-    c.max_text = by_scale(scale, tiny=256, quick=256, full=768)        # SVG text tokens incl. BOS/EOS
-    c.test_icons = by_scale(scale, tiny=4, quick=32, full=0)           # 0: the whole Tabler test split
+    c.max_text = by_scale(scale, tiny=256, quick=256, full=512)        # SVG text tokens incl. BOS/EOS
+    c.test_icons = by_scale(scale, tiny=4, quick=16, full=0)           # 0: the whole Tabler test split
     c.generator = ml_collections.ConfigDict(dict(
         dim=by_scale(scale, tiny=16, quick=64, full=128), heads=4, layers=by_scale(scale, tiny=1, quick=2, full=2),
-        mlp=by_scale(scale, tiny=32, quick=128, full=256), steps=by_scale(scale, tiny=4, quick=150, full=3000),
-        batch_size=by_scale(scale, tiny=8, quick=16, full=32), learning_rate=1e-3 if scale != "full" else 5e-4,
+        mlp=by_scale(scale, tiny=32, quick=128, full=256), steps=by_scale(scale, tiny=4, quick=100, full=2000),
+        batch_size=by_scale(scale, tiny=8, quick=16, full=32), learning_rate=1e-3,
         temperature=0.7, top_k=0, gen_batch=by_scale(scale, tiny=8, quick=32, full=64), seed=0))
-    c.classifier = ml_collections.ConfigDict(dict(steps=by_scale(scale, tiny=4, quick=100, full=1500),
+    c.classifier = ml_collections.ConfigDict(dict(steps=by_scale(scale, tiny=4, quick=50, full=1500),
                                                   min_count=by_scale(scale, tiny=1, quick=5, full=20)))
     return c
