@@ -3,8 +3,8 @@ Webb; ICML 2024): the slot attention autoencoder, the Abstractor and its ablatio
 tasks built from 100 real Hershey glyphs with ART's held-out split, the two training stages as
 Tasks of the one loop, and experiments `slotabs/autoencoder` (stage 1), `slotabs/benchmark`
 (held-out-shape accuracy with ablations over seeds, and the scaling with the number of objects) and
-`slotabs/reproduce`, and a 3x3 PGM-like task with a held-out attribute regime (`pgm.py`; its full
-run is still to come, issue 24).
+`slotabs/reproduce`, and a 3x3 PGM-like task with a held-out attribute regime (`pgm.py`), run by the
+benchmark's `pgm` block.
 """
 
 from jaxml.papers.slotabs import experiments  # noqa: F401  (registers the experiments)
