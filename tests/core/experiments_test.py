@@ -41,6 +41,11 @@ EXPECTED = {
                                     > r.metrics["fmnist_pixels/no_reactivation/final"] + 0.15
                                     and r.metrics["fmnist_pixels/finetune/final"] < 0.6),
     # 4 steps: every accuracy is a share and every time per example positive (the values mean nothing yet)
+    # an untrained VQ-Stroke: every IoU and accuracy is a share, and the stroke tokens are far fewer than the
+    # SVG text's BPE tokens (each row is ~10 tokens of text, two rows one stroke token; measured 3.1%)
+    "strokenuwa/vqstroke": lambda r: (0 < r.metrics["tabler/compression_svg"] < 0.1
+                                      and all(0 <= r.metrics[f"level{l}/{k}"] <= 1 for l in (0, 1)
+                                              for k in ("iou_PI", "iou_PC", "cmd_acc"))),
     "slotabs/benchmark": lambda r: (all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("/heldout"))
                                     and all(v > 0 for k, v in r.metrics.items() if k.endswith("reason_ms"))),
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.

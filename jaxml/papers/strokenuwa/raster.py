@@ -133,13 +133,20 @@ def pad_rows(rows_list: Sequence[np.ndarray], multiple: int = 32) -> tuple[np.nd
     return out, mask
 
 
+@functools.partial(jax.jit, static_argnames=("size", "samples"))
+def _render(rows, mask, width, *, size: int, samples: int):
+    fn = functools.partial(rasterise_rows, size=size, width=width, samples=samples)
+    return jax.lax.map(lambda x: fn(*x), (rows, mask))
+
+
 def rasterise_batch(rows_list: Sequence[np.ndarray], *, size: int = 64, width: float = 3.0,
                     samples: int = 16) -> jax.Array:
-    """(B, size, size) images of B variable-length (R_i, 9) row arrays: padded, masked and rendered one
-    after another by `lax.map` (each skipping its own padding; `jax.vmap(rasterise_rows)` works too)."""
-    rows, mask = pad_rows(rows_list)
-    fn = functools.partial(rasterise_rows, size=size, width=width, samples=samples)
-    return jax.lax.map(lambda x: fn(*x), (jnp.asarray(rows), jnp.asarray(mask)))
+    """(B, size, size) images of B variable-length (R_i, 9) row arrays: padded to a power of two of at least
+    32 rows (one compiled program per batch size and bucket), masked and rendered one after another by
+    `lax.map` (each skipping its own padding; `jax.vmap(rasterise_rows)` works too)."""
+    longest = max([len(np.asarray(r).reshape(-1, ROW)) for r in rows_list] + [32])
+    rows, mask = pad_rows(rows_list, multiple=1 << (longest - 1).bit_length())
+    return _render(jnp.asarray(rows), jnp.asarray(mask), jnp.float32(width), size=size, samples=samples)
 
 
 def iou(a: jax.Array, b: jax.Array, threshold: float = 0.5) -> jax.Array:
