@@ -285,22 +285,26 @@ def train_seq2seq(c, cfg, src, tgt, val_src, val_tgt, workdir):
 
 
 def timed_generate(model, params, src, g) -> tuple[generator.Generation, float]:
-    """Generates for every caption (batches of g.gen_batch); the first batch is run once before the clock
-    starts (compilation). Returns (generation, seconds per SVG)."""
+    """Generates for every caption (batches of g.gen_batch). The first batch runs once before the clock
+    starts (compilation); the whole pass is then timed g.timing_repeats times with the same keys (the same
+    samples). Returns (generation, the median seconds per SVG)."""
     options = SamplingOptions(temperature=g.temperature, top_k=g.top_k)
     b = g.gen_batch
     pad = -len(src) % b
     src = np.concatenate([src, np.repeat(src[:1], pad, 0)])
-    key = jax.random.PRNGKey(g.seed)
-    generator.generate(model, params, src[:b], key=key, options=options)       # compile
-    start, parts = time.perf_counter(), []
-    for i in range(0, len(src), b):
-        parts.append(generator.generate(model, params, src[i:i + b], key=jax.random.fold_in(key, i), options=options))
-    seconds = time.perf_counter() - start
+    keys = [jax.random.fold_in(jax.random.PRNGKey(g.seed), i) for i in range(0, len(src), b)]
+    jax.block_until_ready(keys)                                                  # eager ops compile outside the clock
+    generator.generate(model, params, src[:b], key=keys[0], options=options)     # compile
+    times = []
+    for _ in range(g.timing_repeats):
+        start = time.perf_counter()
+        parts = [generator.generate(model, params, src[i:i + b], key=k, options=options)
+                 for k, i in zip(keys, range(0, len(src), b))]
+        times.append(time.perf_counter() - start)
     n = len(src) - pad
     out = generator.Generation(np.concatenate([p.tokens for p in parts])[:n], np.concatenate([p.lengths for p in parts])[:n],
                                np.concatenate([p.ended for p in parts])[:n], max(p.steps for p in parts))
-    return out, seconds / len(src)
+    return out, float(np.median(times)) / len(src)
 
 
 def decode_strokes(model, params, state, tokens: np.ndarray, fix) -> list[np.ndarray | None]:

@@ -8,7 +8,10 @@ Runbook:
 Hardware: 2 CPU cores. Metric: level-0 raster IoU against the original (PI fixer); the compression
 ratio stroke tokens / SVG code tokens in SmolLM2's BPE. The paper: 6.9% compression (no
 reconstruction number in our sources).
-Measured: see jaxml/papers/strokenuwa/README.md.
+Measured (2026-12-02): full, 3000 steps on 14,655 training icons in 22 min: level-0 raster IoU 0.543 (PI)
+and 0.541 (PC = no fixer), command accuracy 99.4%, coordinate L2 12.1 of 200; compression 2.8% (Tabler, our
+SVG text) and 5.9% (Tabler, the published path data). Tiny: seconds, plumbing only. Tables:
+jaxml/papers/strokenuwa/README.md.
 """
 
 import ml_collections
@@ -19,7 +22,7 @@ from jaxml.core.config import by_scale, experiment_config
 def data_block(c, scale: str) -> None:
     """Which icons: sources, every n-th file, the row cap, the raster size of the IoU."""
     c.sources = by_scale(scale, tiny=("tabler",), quick=("tabler", "kanjivg"), full=("tabler", "kanjivg"))
-    c.every = by_scale(scale, tiny=40, quick=8, full=1)     # every n-th file of each source
+    c.every = by_scale(scale, tiny=40, quick=10, full=1)     # every n-th file of each source
     c.max_rows = by_scale(scale, tiny=64, quick=128, full=128)
     c.raster_size = 64
 
