@@ -120,6 +120,18 @@ def cache_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("JAXML_CACHE", pathlib.Path.home() / ".cache" / "jaxml")).expanduser()
 
 
+def prepared_tfds(make, lock_name: str, data_dir: str | pathlib.Path | None = None):
+    """A TFDS builder prepared once per data_dir: `make(data_dir: str)` builds it (default data_dir: the
+    cache's `tfds/`). `download_and_prepare` runs under the file lock `<data_dir>/<lock_name>.lock`, and
+    the builder returned is made afterwards: a builder reads the prepared state when constructed, so one
+    made while another process was preparing would see no splits."""
+    data_dir = pathlib.Path(data_dir or cache_dir() / "tfds")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(data_dir / f"{lock_name}.lock")):
+        make(str(data_dir)).download_and_prepare()
+    return make(str(data_dir))
+
+
 def _offline() -> bool:
     return os.environ.get("JAXML_OFFLINE", "").lower() in ("1", "true", "yes")
 

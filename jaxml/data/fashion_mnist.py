@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import pathlib
 
-import filelock
 import numpy as np
 import tensorflow_datasets as tfds
 
@@ -96,14 +95,8 @@ class FashionMnistOffline(tfds.core.GeneratorBasedBuilder, skip_registration=Tru
 
 def builder(data_dir: str | pathlib.Path | None = None, source_dir=None) -> FashionMnistOffline:
     """The prepared builder (prepares it on first use, under a lock)."""
-    data_dir = pathlib.Path(data_dir or assets.cache_dir() / "tfds")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    make = lambda: FashionMnistOffline(data_dir=str(data_dir), file_format="array_record", source_dir=source_dir)
-    with filelock.FileLock(str(data_dir / "fashion_mnist_offline.lock")):
-        # Built inside the lock: a builder reads the prepared state when constructed, so one made
-        # while another process was preparing would see no splits.
-        make().download_and_prepare()
-    return make()
+    return assets.prepared_tfds(lambda d: FashionMnistOffline(data_dir=d, file_format="array_record", source_dir=source_dir),
+                                "fashion_mnist_offline", data_dir)
 
 
 _IN_MEMORY: dict[tuple[str, str], dict[str, np.ndarray]] = {}

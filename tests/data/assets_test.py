@@ -139,3 +139,21 @@ def test_registered_assets_fetch_and_verify(name):
     asset = assets.get(name)
     assert assets.sha256_of(assets.cache_dir() / "downloads" / asset.filename) == asset.sha256
     assert any(p.is_file() and p.name != ".complete" for p in root.rglob("*"))
+
+
+def test_prepared_tfds_prepares_under_the_lock_and_returns_a_fresh_builder(tmp_path):
+    made = []
+
+    class Fake:
+        def __init__(self, data_dir):
+            self.data_dir = data_dir
+            self.prepared = False
+            made.append(self)
+
+        def download_and_prepare(self):
+            assert (tmp_path / "tfds_x" / "thing.lock").exists()     # the lock is held while preparing
+            self.prepared = True
+
+    out = assets.prepared_tfds(Fake, "thing", tmp_path / "tfds_x")
+    assert len(made) == 2 and made[0].prepared and out is made[1] and not out.prepared
+    assert out.data_dir == str(tmp_path / "tfds_x")

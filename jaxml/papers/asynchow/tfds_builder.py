@@ -20,7 +20,6 @@ import dataclasses
 import json
 import pathlib
 
-import filelock
 import numpy as np
 import tensorflow_datasets as tfds
 
@@ -125,13 +124,8 @@ class AsyncHowPlans(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 def builder(data_dir: str | pathlib.Path | None = None, sizes: dict[str, int] | None = None,
             text_source: str = "wordnet") -> AsyncHowPlans:
     """The prepared builder (prepared on first use, under a lock; default data_dir: the asset cache)."""
-    data_dir = pathlib.Path(data_dir or assets.cache_dir() / "tfds")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    make = lambda: AsyncHowPlans(data_dir=str(data_dir), sizes=sizes, text_source=text_source)  # noqa: E731
-    with filelock.FileLock(str(data_dir / "async_how_plans.lock")):
-        # Prepared inside the lock: a builder made while another process prepares would see no splits.
-        make().download_and_prepare()
-    return make()
+    return assets.prepared_tfds(lambda d: AsyncHowPlans(data_dir=d, sizes=sizes, text_source=text_source),
+                                "async_how_plans", data_dir)
 
 
 def load_split(name: str, data_dir: str | pathlib.Path | None = None, num: int | None = None,

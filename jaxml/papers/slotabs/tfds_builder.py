@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-import filelock
 import numpy as np
 import tensorflow_datasets as tfds
 
@@ -149,13 +148,7 @@ def builder(task: str, data_dir: str | pathlib.Path | None = None, sizes: dict[s
             m_holdout: int = 95) -> ArtProblems:
     """The prepared builder (prepared on first use, under a lock; default data_dir: the asset cache)."""
     config = config_for(task, sizes, m_holdout)
-    data_dir = pathlib.Path(data_dir or assets.cache_dir() / "tfds")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    make = lambda: ArtProblems(data_dir=str(data_dir), config=config)  # noqa: E731
-    with filelock.FileLock(str(data_dir / "art_problems.lock")):
-        # Prepared inside the lock: a builder made while another process prepares would see no splits.
-        make().download_and_prepare()
-    return make()
+    return assets.prepared_tfds(lambda d: ArtProblems(data_dir=d, config=config), "art_problems", data_dir)
 
 
 def load_split(name: str, task: str, data_dir: str | pathlib.Path | None = None, num: int | None = None,

@@ -76,6 +76,17 @@ def vq_model(v) -> vq.VQStroke:
     return vq.VQStroke(levels=v.levels, width=v.width, depth=v.depth, emb=v.emb, codes=v.codes)
 
 
+def train(task, seed: int, steps: int, batch_size: int, learning_rate: float, workdir, eval_batch_size: int = 64):
+    """The one loop on `task` (resumes from workdir's checkpoints): warm-up min(100, steps / 10), four
+    checkpoints, ten progress lines."""
+    loop = default_config()
+    loop.update(seed=seed, num_steps=steps, batch_size=batch_size, eval_batch_size=eval_batch_size,
+                checkpoint_every_steps=max(steps // 4, 1), log_every_steps=max(steps // 10, 1))
+    loop.optimizer.learning_rate = learning_rate
+    loop.schedule.warmup_steps = min(100, steps // 10)
+    return train_and_evaluate(loop, workdir, task=task)
+
+
 def train_vq(c, by_split, workdir: pathlib.Path):
     """Trains (or resumes) VQ-Stroke on the training icons; returns (model, params, codebook state, outcome)."""
     v = c.vq
@@ -83,27 +94,14 @@ def train_vq(c, by_split, workdir: pathlib.Path):
     task = vq.VQStrokeTask(model, ArraySource(padded(by_split["train"], c.max_rows)),
                            {"validation": ArraySource(padded(by_split["validation"], c.max_rows))},
                            mu=v.mu, threshold=v.threshold, commit=v.commit)
-    loop = default_config()
-    loop.update(seed=c.seed, num_steps=v.steps, batch_size=v.batch_size, eval_batch_size=64,
-                checkpoint_every_steps=max(v.steps // 4, 1), log_every_steps=max(v.steps // 10, 1))
-    loop.optimizer.learning_rate = v.learning_rate
-    loop.schedule.warmup_steps = min(100, v.steps // 10)
-    outcome = train_and_evaluate(loop, workdir, task=task)
+    outcome = train(task, c.seed, v.steps, v.batch_size, v.learning_rate, workdir)
     return model, outcome.state.params, outcome.state.model_state, outcome
 
 
-def rasters(rows_list, size: int, chunk: int = 64) -> np.ndarray:
+def rasters(rows_list, size: int) -> np.ndarray:
     """[N, size, size] coverage images of variable-length rows (empty rows: a blank image), strokes
-    STROKE_PX * size / 64 pixels wide, rendered `chunk` at a time (the last chunk padded with blanks,
-    so that every call shares one program per padded row length)."""
-    blank = np.zeros((1, 9), np.int32)
-    rows_list = [r if len(r) else blank for r in rows_list]
-    out = []
-    for i in range(0, len(rows_list), chunk):
-        part = rows_list[i:i + chunk]
-        images = raster.rasterise_batch(part + [blank] * (chunk - len(part)), size=size, width=STROKE_PX * size / 64)
-        out.append(np.asarray(images)[:len(part)])
-    return np.concatenate(out) if out else np.zeros((0, size, size), np.float32)
+    STROKE_PX * size / 64 pixels wide."""
+    return raster.rasterise_batch(rows_list, size=size, width=STROKE_PX * size / 64)
 
 
 def reconstruction_report(model, params, state, icons: list[data.Icon], c) -> dict[str, float]:
@@ -159,8 +157,9 @@ def plot_reconstructions(model, params, state, icons, c, path) -> str:
     batch = padded(icons, c.max_rows)
     rec = vq.reconstruct(model, params, state, batch["rows"])[0]
     rows = [rec[n, :len(i.rows)] for n, i in enumerate(icons)]
+    # rows render from their own starts, i.e. as PI fixes them; PC is also what the rows draw without a fixer
     tiles = [("original", rasters([i.rows.astype(np.int32) for i in icons], 96)),
-             ("VQ level 0", rasters(rows, 96)), ("+ PI fixer", rasters([fixer.path_interpolation(r) for r in rows], 96))]
+             ("VQ level 0 (PI)", rasters(rows, 96)), ("PC = no fixer", rasters([fixer.path_clipping(r) for r in rows], 96))]
     plt = pyplot()
     fig, axes = plt.subplots(len(tiles), len(icons), figsize=(1.3 * len(icons), 1.4 * len(tiles)), squeeze=False)
     for r, (title, images) in enumerate(tiles):
@@ -177,7 +176,7 @@ def vq_stage(c, workdir: pathlib.Path):
     by_split, skipped = load_data(c)
     model, params, state, outcome = train_vq(c, by_split, workdir / "vq")
     test = by_split["test"]
-    report = {f"{k}": v for k, v in reconstruction_report(model, params, state, test, c).items()}
+    report = reconstruction_report(model, params, state, test, c)
     for source in c.sources:
         part = [i for i in test if i.source == source]
         report |= {f"{source}/{k}": v for k, v in compression_report(part).items()}
@@ -275,12 +274,7 @@ def train_seq2seq(c, cfg, src, tgt, val_src, val_tgt, workdir):
     task = generator.Seq2SeqTask(model, ArraySource({"src": src, "tgt": tgt}),
                                  {"validation": ArraySource({"src": val_src, "tgt": val_tgt})})
     g = c.generator
-    loop = default_config()
-    loop.update(seed=c.seed, num_steps=g.steps, batch_size=g.batch_size, eval_batch_size=32,
-                checkpoint_every_steps=max(g.steps // 4, 1), log_every_steps=max(g.steps // 10, 1))
-    loop.optimizer.learning_rate = g.learning_rate
-    loop.schedule.warmup_steps = min(100, g.steps // 10)
-    outcome = train_and_evaluate(loop, workdir, task=task)
+    outcome = train(task, c.seed, g.steps, g.batch_size, g.learning_rate, workdir, eval_batch_size=32)
     return model, outcome.state.params, outcome
 
 
@@ -317,8 +311,8 @@ def decode_strokes(model, params, state, tokens: np.ndarray, fix) -> list[np.nda
         codes[n, :len(s)] = s
     rows = vq.detokenize(model, params, state, codes)
     for n, s in enumerate(seqs):
-        r = trim_padding(rows[n, :2 * len(s)])
-        out.append(fix(r) if len(r) and fixer.is_valid(fix(r)) else None)
+        r = fix(trim_padding(rows[n, :2 * len(s)]))
+        out.append(r if len(r) and fixer.is_valid(r) else None)
     return out
 
 
@@ -334,6 +328,15 @@ def decode_text(tokens: np.ndarray, vocab_ids: np.ndarray) -> list[np.ndarray | 
     return out
 
 
+def caption_score(probs, icons: list[data.Icon], classes: dict[str, int]) -> float | None:
+    """`metrics.caption_score` over the icons whose category is a classifier class (None: none is)."""
+    labelled = [(k, classes[i.caption.split()[0]]) for k, i in enumerate(icons) if i.caption.split()[0] in classes]
+    if not labelled:
+        return None
+    ks, ys = zip(*labelled)
+    return metrics.caption_score(np.asarray(probs)[list(ks)], np.array(ys))
+
+
 def generation_report(name, rows, gen, seconds, references, ref_rasters, test, classify, classes, c):
     valid = [r is not None for r in rows]
     m = {f"{name}/validity": metrics.validity_rate(valid), f"{name}/tokens": float(np.mean(gen.lengths)),
@@ -343,12 +346,10 @@ def generation_report(name, rows, gen, seconds, references, ref_rasters, test, c
         images = rasters([rows[n] for n in idx], c.raster_size)
         m[f"{name}/paired_iou"] = float(np.mean(np.asarray(raster.soft_iou(images, ref_rasters[idx]))))
         m[f"{name}/nn_distance"] = float(np.mean(metrics.nearest_raster_distance(images, ref_rasters)))
-        probs, feats = classify(jnp.asarray(rasters([rows[n] for n in idx], 64)[..., None]))
-        labelled = [(k, classes[test[n].caption.split()[0]]) for k, n in enumerate(idx)
-                    if test[n].caption.split()[0] in classes]
-        if labelled:
-            ks, ys = zip(*labelled)
-            m[f"{name}/caption_score"] = metrics.caption_score(np.asarray(probs)[list(ks)], np.array(ys))
+        probs, feats = classify(jnp.asarray((images if c.raster_size == 64 else rasters([rows[n] for n in idx], 64))[..., None]))
+        score = caption_score(probs, [test[n] for n in idx], classes)
+        if score is not None:
+            m[f"{name}/caption_score"] = score
         if len(idx) >= 2:
             m[f"{name}/frechet"] = metrics.frechet_distance(np.asarray(feats), references)
     return m
@@ -397,7 +398,7 @@ def generate_stage(c, workdir: pathlib.Path):
     classify, classes, cls_acc = train_classifier(c, by_split["train"], workdir / "classifier")
     references = [i.rows.astype(np.int32) for i in test]
     ref_rasters = rasters(references, c.raster_size)
-    _, ref_feats = classify(jnp.asarray(rasters(references, 64)[..., None]))
+    ref_probs, ref_feats = classify(jnp.asarray(rasters(references, 64)[..., None]))
     ref_feats = np.asarray(ref_feats)
     src = enc([i.caption for i in test])
     m = {"classifier_accuracy": cls_acc, "classes": len(classes), "test_icons": len(test), "train_icons": len(train)}
@@ -415,12 +416,10 @@ def generate_stage(c, workdir: pathlib.Path):
             m |= generation_report(label, rows, gen, seconds, ref_feats, ref_rasters, test, classify, classes, c)
     m["speedup"] = m["svg_text/seconds_per_svg"] / m["strokes_PI/seconds_per_svg"]
     m["tokens_ratio"] = m["strokes_PI/tokens"] / m["svg_text/tokens"]
-    # the references' own scores: the ceiling of the classifier-based metrics
-    probs, _ = classify(jnp.asarray(rasters(references, 64)[..., None]))
-    lab = [(k, classes[i.caption.split()[0]]) for k, i in enumerate(test) if i.caption.split()[0] in classes]
-    if lab:
-        ks, ys = zip(*lab)
-        m["references/caption_score"] = metrics.caption_score(np.asarray(probs)[list(ks)], np.array(ys))
+    # the references' own caption score: the ceiling of the classifier-based metrics
+    score = caption_score(ref_probs, test, classes)
+    if score is not None:
+        m["references/caption_score"] = score
     bundle = dict(vq=(vq_m, vq_p, vq_s), models=models, vocab=vocab, max_src=max_src, vocab_ids=vocab_ids)
     return m, vq_report, test, generated, bundle
 

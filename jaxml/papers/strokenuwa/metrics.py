@@ -22,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from jaxml.papers.strokenuwa.raster import soft_iou
+
 
 def point_l2(pred, ref):
     """Mean Euclidean distance (grid units) of a row's drawn points: int rows [..., 9] -> [...]. The
@@ -52,19 +54,14 @@ def validity_rate(valid) -> float:
     return float(v.mean())
 
 
-@jax.jit
-def _soft_iou_matrix(a, b):
-    mins = jnp.minimum(a[:, None, :], b[None, :, :]).sum(-1)
-    maxs = jnp.maximum(a[:, None, :], b[None, :, :]).sum(-1)
-    return jnp.where(maxs > 0, mins / jnp.maximum(maxs, 1e-12), 1.0)
+_pairwise_soft_iou = jax.jit(lambda a, b: soft_iou(a[:, None], b[None]))
 
 
 def soft_iou_matrix(a, b, chunk: int = 64) -> np.ndarray:
-    """Pairwise soft IoU sum(min) / sum(max) between rasters a [N, H, W] and b [M, H, W] -> [N, M]
-    (two empty rasters: 1)."""
-    a = jnp.asarray(a, jnp.float32).reshape(len(a), -1)
-    b = jnp.asarray(b, jnp.float32).reshape(len(b), -1)
-    return np.concatenate([np.asarray(_soft_iou_matrix(a[i:i + chunk], b)) for i in range(0, len(a), chunk)])
+    """Pairwise `raster.soft_iou` (sum(min) / sum(max); two empty rasters: 1) between rasters a [N, H, W]
+    and b [M, H, W] -> [N, M], `chunk` rows of a at a time."""
+    a, b = jnp.asarray(a, jnp.float32), jnp.asarray(b, jnp.float32)
+    return np.concatenate([np.asarray(_pairwise_soft_iou(a[i:i + chunk], b)) for i in range(0, len(a), chunk)])
 
 
 def nearest_raster_distance(generated, references) -> np.ndarray:

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxml.papers.strokenuwa.data import pad_batch
 from jaxml.papers.strokenuwa.svg import CMD_C, CMD_M, GRID, ROW
 
 
@@ -120,19 +121,6 @@ def rasterise_rows(rows, mask=None, **kwargs) -> jax.Array:
     return rasterise(segments, kinds, mask, **kwargs)
 
 
-def pad_rows(rows_list: Sequence[np.ndarray], multiple: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Pads variable-length (R_i, 9) rows to (B, R, 9) int32 and a (B, R) bool mask, R the longest rounded
-    up to a multiple of `multiple` (so that batches of similar length share one compiled program)."""
-    longest = max([len(r) for r in rows_list] + [1])
-    length = -(-longest // multiple) * multiple
-    out = np.zeros((len(rows_list), length, ROW), np.int32)
-    mask = np.zeros((len(rows_list), length), bool)
-    for i, r in enumerate(rows_list):
-        r = np.asarray(r).reshape(-1, ROW)
-        out[i, :len(r)], mask[i, :len(r)] = r, True
-    return out, mask
-
-
 @functools.partial(jax.jit, static_argnames=("size", "samples"))
 def _render(rows, mask, width, *, size: int, samples: int):
     fn = functools.partial(rasterise_rows, size=size, width=width, samples=samples)
@@ -140,13 +128,24 @@ def _render(rows, mask, width, *, size: int, samples: int):
 
 
 def rasterise_batch(rows_list: Sequence[np.ndarray], *, size: int = 64, width: float = 3.0,
-                    samples: int = 16) -> jax.Array:
-    """(B, size, size) images of B variable-length (R_i, 9) row arrays: padded to a power of two of at least
-    32 rows (one compiled program per batch size and bucket), masked and rendered one after another by
-    `lax.map` (each skipping its own padding; `jax.vmap(rasterise_rows)` works too)."""
-    longest = max([len(np.asarray(r).reshape(-1, ROW)) for r in rows_list] + [32])
-    rows, mask = pad_rows(rows_list, multiple=1 << (longest - 1).bit_length())
-    return _render(jnp.asarray(rows), jnp.asarray(mask), jnp.float32(width), size=size, samples=samples)
+                    samples: int = 16, chunk: int = 64) -> np.ndarray:
+    """(B, size, size) images of B variable-length (R_i, 9) row arrays (empty ones give blank images),
+    rendered `chunk` at a time, one icon after another by `lax.map` (each skipping its own padding;
+    `jax.vmap(rasterise_rows)` works too). Rows are padded to a power of two of at least 32 and the last
+    chunk with blank icons, so one compiled program serves each row bucket."""
+    rows_list = [np.asarray(r).reshape(-1, ROW) for r in rows_list]
+    longest = max([len(r) for r in rows_list] + [32])
+    batch = pad_batch(rows_list, multiple=1, length=1 << (longest - 1).bit_length())
+    mask = np.arange(batch["rows"].shape[1])[None, :] < batch["length"][:, None]
+    out = []
+    for i in range(0, len(rows_list), chunk):
+        rows, valid = batch["rows"][i:i + chunk], mask[i:i + chunk]
+        pad = chunk - len(rows)
+        rows = np.concatenate([rows, np.zeros((pad, *rows.shape[1:]), rows.dtype)])
+        valid = np.concatenate([valid, np.zeros((pad, valid.shape[1]), bool)])
+        images = _render(jnp.asarray(rows), jnp.asarray(valid), jnp.float32(width), size=size, samples=samples)
+        out.append(np.asarray(images)[:chunk - pad])
+    return np.concatenate(out) if out else np.zeros((0, size, size), np.float32)
 
 
 def iou(a: jax.Array, b: jax.Array, threshold: float = 0.5) -> jax.Array:
@@ -165,4 +164,4 @@ def soft_iou(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.where(hi == 0, 1.0, jnp.sum(jnp.minimum(a, b), axis=(-2, -1)) / jnp.where(hi == 0, 1.0, hi))
 
 
-__all__ = ["iou", "pad_rows", "rasterise", "rasterise_batch", "rasterise_rows", "soft_iou"]
+__all__ = ["iou", "rasterise", "rasterise_batch", "rasterise_rows", "soft_iou"]

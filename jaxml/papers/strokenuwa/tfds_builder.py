@@ -18,7 +18,6 @@ import dataclasses
 import json
 import pathlib
 
-import filelock
 import numpy as np
 import tensorflow_datasets as tfds
 
@@ -105,12 +104,7 @@ def builder(source: str, data_dir: str | pathlib.Path | None = None, max_rows: i
             every: int = 1) -> IconSet:
     """The prepared builder (prepared on first use, under a lock; default data_dir: the asset cache)."""
     config = config_for(source, max_rows, every)
-    data_dir = pathlib.Path(data_dir or assets.cache_dir() / "tfds")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    make = lambda: IconSet(data_dir=str(data_dir), config=config)  # noqa: E731
-    with filelock.FileLock(str(data_dir / "strokenuwa_icons.lock")):
-        make().download_and_prepare()
-    return make()
+    return assets.prepared_tfds(lambda d: IconSet(data_dir=d, config=config), "strokenuwa_icons", data_dir)
 
 
 def load_split(source: str, split: str, data_dir: str | pathlib.Path | None = None,
