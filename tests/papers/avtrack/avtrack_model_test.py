@@ -1,0 +1,200 @@
+"""AVTrack's model and losses: gating semantics, real skipping, one compilation, analytic loss values."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxml.papers.avtrack import losses
+from jaxml.papers.avtrack import model as M
+from jaxml.papers.avtrack.task import AVTrackTask, example_batch
+
+SMALL = dict(template_size=16, search_size=32, patch_size=8, hidden=32, layers=5, heads=2, mlp_hidden=64,
+             head_channels=16)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    m = M.AVTrack(**SMALL)
+    rng = np.random.default_rng(0)
+    t = jnp.asarray(rng.random((3, 16, 16, 3), np.float32))
+    s = jnp.asarray(rng.random((3, 32, 32, 3), np.float32))
+    params = jax.jit(m.init, static_argnums=3)(jax.random.key(0), t, s, "none")["params"]
+    return m, params, t, s
+
+
+_forward = jax.jit(M.forward, static_argnums=(0, 4))
+
+
+def _close(a, b, tol=1e-5):
+    for k in ("score", "size", "offset"):
+        np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), atol=tol, rtol=tol)
+
+
+def test_all_gates_on_equals_ungated(setup):
+    m, params, t, s = setup
+    ungated = M.AVTrack(**SMALL, gated=False)
+    p_ungated = {k: v for k, v in params.items() if not k.startswith("gates")}
+    ref = _forward(ungated, p_ungated, t, s, "none")
+    _close(_forward(m, params, t, s, "none"), ref)
+    forced = jax.jit(lambda p, t, s: M.infer(m, p, t, s, force=jnp.ones(m.layers, jnp.int32)))(params, t, s)
+    _close(forced, ref)
+    assert float(forced["active"].sum()) == m.layers
+    # With every block skipped the stream is just the embeddings: a different output.
+    off = jax.jit(lambda p, t, s: M.infer(m, p, t, s, force=jnp.zeros(m.layers, jnp.int32)))(params, t, s)
+    assert np.abs(np.asarray(off["score"]) - np.asarray(ref["score"])).max() > 1e-4
+
+
+def test_inference_at_batch_one_matches_training_gates(setup):
+    m, params, t, s = setup
+    for n in range(t.shape[0]):
+        train = _forward(m, params, t[n:n + 1], s[n:n + 1], "hard")
+        inf = jax.jit(lambda p, t, s: M.infer(m, p, t, s))(params, t[n:n + 1], s[n:n + 1])
+        _close(train, inf)
+        np.testing.assert_array_equal(np.asarray(train["active"][0]), np.asarray(inf["active"]))
+        np.testing.assert_array_equal(np.asarray(inf["active"][:2]), [1.0, 1.0])   # blocks 0-1 always run
+
+
+def test_whole_batch_skipping_runs_a_block_if_any_item_wants_it(setup):
+    m, params, t, s = setup
+    # Make the gate of block 2 open for item 0 only: bias it so that p > 0.5 exactly where channel 0 sums high.
+    p = jax.tree_util.tree_map(lambda a: a, params)
+    bound = m.bind({"params": params})
+    x = bound.block(1, bound.block(0, bound.embed(t, s)))                # the input of block 2
+    logits = np.asarray(x[:, :, 0] @ params["gates_0"]["kernel"][:, 0])
+    bias = -(np.sort(logits)[-1] + np.sort(logits)[-2]) / 2          # only the largest logit passes 0
+    p["gates_0"] = {"kernel": params["gates_0"]["kernel"], "bias": jnp.asarray([bias], jnp.float32)}
+    for name in ("gates_1", "gates_2"):
+        p[name] = {"kernel": params[name]["kernel"] * 0, "bias": jnp.asarray([-5.0])}   # closed
+    train = _forward(m, p, t, s, "hard")
+    per_item = np.asarray(train["active"][:, 2])
+    assert per_item.sum() == 1                                       # per-sample in training
+    inf = jax.jit(lambda p, t, s: M.infer(m, p, t, s))(p, t, s)
+    assert float(inf["active"][2]) == 1.0                            # whole batch at inference
+    assert float(inf["active"][3]) == 0.0 and float(inf["active"][4]) == 0.0
+
+
+def test_skipped_blocks_are_not_executed(setup):
+    m, params, t, s = setup
+    ran = []
+    f = jax.jit(lambda p, t, s, force: M.infer(m, p, t, s, force=force, counter=lambda i: ran.append(int(i))))
+    pattern = np.array([1, 1, 0, 1, 0], np.int32)
+    jax.block_until_ready(f(params, t[:1], s[:1], jnp.asarray(pattern)))
+    jax.effects_barrier()
+    assert sorted(ran) == [0, 1, 3]
+    ran.clear()
+    jax.block_until_ready(f(params, t[:1], s[:1], jnp.asarray([1, 1, 1, 1, 1], jnp.int32)))
+    jax.effects_barrier()
+    assert sorted(ran) == [0, 1, 2, 3, 4]
+
+
+def test_one_compilation_serves_every_gate_pattern(setup):
+    m, params, t, s = setup
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def run(p, t, s, force):
+        return M.infer(m, p, t, s, force=force)
+
+    outs = set()
+    for pattern in ([1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 0, 1, 0], [-1, -1, -1, -1, -1]):
+        out = run(params, t[:1], s[:1], jnp.asarray(pattern, jnp.int32))
+        outs.add(round(float(out["score"].sum()), 5))
+    assert len(outs) >= 3                    # the patterns really change the computation
+
+
+def test_hard_gates_learn_only_from_sparsity_and_ste_from_the_task(setup):
+    _, _, t, s = setup
+    m = M.AVTrack(**(SMALL | dict(layers=3, hidden=16, heads=1, mlp_hidden=16, head_channels=8)))
+    batch = example_batch(m, 3) | {"template": t, "search": s}
+    for gating, spar, expect in (("hard", 0.0, False), ("ste", 0.0, True), ("hard", 48.0, True)):
+        task = AVTrackTask(m, None, {}, gating=gating, weights=tuple((losses.WEIGHTS | {"spar": spar}).items()))
+        p = task.init(jax.random.key(1), batch)
+        g = jax.jit(jax.grad(lambda p: task.loss(p, batch, None)[0]))(p)
+        gate_norm = float(jnp.abs(g["tracker"]["gates_0"]["kernel"]).sum())
+        # 'hard' (as released): the tracking loss gives the gate no gradient, only the sparsity loss does.
+        assert (gate_norm > 0) == expect, (gating, spar, gate_norm)
+
+
+def test_decode_boxes_reads_the_argmax_cell():
+    f = 4
+    score = np.full((1, f, f), 0.1, np.float32)
+    score[0, 2, 1] = 0.9
+    size = np.zeros((1, f, f, 2), np.float32)
+    size[0, 2, 1] = [0.25, 0.5]
+    offset = np.zeros((1, f, f, 2), np.float32)
+    offset[0, 2, 1] = [0.5, 0.25]
+    b = M.decode_boxes(jnp.asarray(score), jnp.asarray(size), jnp.asarray(offset))
+    np.testing.assert_allclose(np.asarray(b.box[0]), [(1 + 0.5) / 4, (2 + 0.25) / 4, 0.25, 0.5])
+    window = np.ones((f, f), np.float32)
+    window[2, 1] = 0.0
+    assert int(M.decode_boxes(jnp.asarray(score), jnp.asarray(size), jnp.asarray(offset), jnp.asarray(window)).index[0]) != 9
+
+
+def test_giou_analytic():
+    a = jnp.asarray([[0.0, 0, 1, 1], [0.0, 0, 2, 2], [0.0, 0, 1, 1]])
+    b = jnp.asarray([[0.0, 0, 1, 1], [1.0, 1, 3, 3], [2.0, 0, 3, 1]])
+    g, iou = losses.giou(a, b)
+    np.testing.assert_allclose(np.asarray(iou), [1.0, 1 / 7, 0.0], atol=1e-6)
+    # [0,0,2,2] vs [1,1,3,3]: union 7, enclosing 9 -> 1/7 - 2/9; disjoint unit boxes 2 apart: 0 - 1/3.
+    np.testing.assert_allclose(np.asarray(g), [1.0, 1 / 7 - 2 / 9, -1 / 3], atol=1e-6)
+
+
+def test_gaussian_heatmap_and_radius():
+    box = jnp.asarray([[0.25, 0.5, 0.25, 0.25]])      # centre (0.375, 0.625) of the crop
+    f = 16
+    heat = np.asarray(losses.gaussian_heatmap(box, f))
+    r, c = np.unravel_index(heat[0].argmax(), heat[0].shape)
+    assert (r, c) == (10, 6) and heat[0, r, c] == 1.0
+    assert (heat[0] == 1.0).sum() == 1
+    # CenterNet's (and OSTrack's) radius for h=8, w=6, min_overlap=0.7, by hand: case 3 is the smallest,
+    # a3 = 2.8, b3 = -19.6, c3 = -14.4: (b3 + sqrt(b3^2 - 4 a3 c3)) / 2 = (-19.6 + sqrt(545.44)) / 2.
+    rad = float(losses.gaussian_radius(jnp.asarray(8.0), jnp.asarray(6.0), 0.7))
+    np.testing.assert_allclose(rad, (-19.6 + np.sqrt(545.44)) / 2, rtol=1e-5)
+
+
+def test_focal_loss_analytic():
+    target = np.zeros((1, 2, 2), np.float32)
+    target[0, 0, 0] = 1.0
+    target[0, 0, 1] = 0.5
+    pred = np.full((1, 2, 2), 0.25, np.float32)
+    pred[0, 0, 0] = 0.8
+    # pos: log(0.8) * 0.2^2; negs: log(0.75) * 0.25^2 * (1 - t)^4 with t = 0.5, 0, 0.
+    expect = -(np.log(0.8) * 0.04 + np.log(0.75) * 0.0625 * (0.5 ** 4 + 1 + 1))
+    np.testing.assert_allclose(float(losses.focal_loss(jnp.asarray(pred), jnp.asarray(target))), expect, rtol=1e-6)
+
+
+def test_sparsity_and_jsd_values():
+    probs = jnp.asarray([[0.2, 0.8, 1.0], [0.6, 0.4, 0.0]])
+    np.testing.assert_allclose(float(losses.sparsity_loss(probs, 0.7)), 0.2, atol=1e-7)
+    assert float(losses.sparsity_loss(jnp.zeros((2, 0)), 0.7)) == 0.0
+    z = jnp.zeros(4)
+    np.testing.assert_allclose(float(losses.jsd_mi_loss(z, z)), 2 * np.log(2), rtol=1e-6)
+    # A critic that separates joint (T large) from marginal (T small) drives the loss toward 0.
+    assert float(losses.jsd_mi_loss(jnp.full(4, 20.0), jnp.full(4, -20.0))) < 1e-6
+
+
+def test_mi_inputs_paste_the_search_box_at_the_template_box():
+    gt, f, d = 4, 8, 1
+    tfeat = jnp.arange(gt * gt, dtype=jnp.float32).reshape(1, gt, gt, d) + 100
+    sfeat = jnp.arange(f * f, dtype=jnp.float32).reshape(1, f, f, d)
+    tbox = jnp.asarray([[0.25, 0.25, 0.5, 0.5]])         # template cells rows 1-2, cols 1-2
+    sbox = jnp.asarray([[0.5, 0.25, 0.25, 0.25]])        # search cells rows 2-3, cols 4-5
+    x, y = losses.mi_inputs(tfeat, sfeat, tbox, sbox)
+    x, y = np.asarray(x[0, :, :, 0]), np.asarray(y[0, :, :, 0])
+    np.testing.assert_array_equal(x[1:3, 1:3], [[105, 106], [109, 110]])
+    assert x.sum() == 105 + 106 + 109 + 110
+    np.testing.assert_array_equal(y[1:3, 1:3], [[2 * 8 + 4, 2 * 8 + 5], [3 * 8 + 4, 3 * 8 + 5]])
+    assert y.sum() == y[1:3, 1:3].sum()
+
+
+def test_bad_inputs_are_named():
+    m = M.AVTrack(**SMALL)
+    with pytest.raises(ValueError, match="search must be"):
+        m.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), jnp.zeros((1, 30, 30, 3)))
+    with pytest.raises(ValueError, match="gating"):
+        AVTrackTask(m, None, {}, gating="soft")
+    with pytest.raises(ValueError, match="multiple of patch_size"):
+        M.AVTrack(**(SMALL | {"search_size": 30})).init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)),
+                                                          jnp.zeros((1, 30, 30, 3)))
