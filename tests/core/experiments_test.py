@@ -48,6 +48,14 @@ EXPECTED = {
                                               for k in ("iou_PI", "iou_PC", "cmd_acc"))),
     "slotabs/benchmark": lambda r: (all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("/heldout"))
                                     and all(v > 0 for k, v in r.metrics.items() if k.endswith("reason_ms"))),
+    # 3 steps: the baseline runs every block on every frame, the gated model at most all of them; shares are shares
+    "avtrack/benchmark": lambda r: (r.metrics["baseline/test/active"] == 1.0
+                                    and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("/active"))
+                                    and all(0 <= v <= 100 for k, v in r.metrics.items() if k.endswith(("/auc", "/precision")))
+                                    and 2 <= r.metrics["timing/avtrack/blocks"] <= 3),
+    # one compiled inference program serves every forced pattern, and each pattern takes a positive time
+    "avtrack/skipping": lambda r: (r.metrics["ours/compilations"] == 1
+                                   and all(v > 0 for k, v in r.metrics.items() if "_blocks" in k)),
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
     "examples/fashion_mnist_cnn": lambda r: 0.2 < r.metrics["test_accuracy"] < 0.9,
     # 64 agents: all epistemic agents go to the cue first; pragmatic ones pick it about half the time (with

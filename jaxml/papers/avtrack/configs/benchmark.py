@@ -43,7 +43,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.mi_weight_strong = 0.1         # ours: 1e4 x the released weight (variant avtrack_mi_strong)
     c.stat_hidden = by_scale(scale, tiny=16, quick=256, full=512)
     c.steps = by_scale(scale, tiny=3, quick=120, full=1500)
-    c.batch_size = by_scale(scale, tiny=4, quick=32, full=32)
+    c.batch_size = by_scale(scale, tiny=8, quick=32, full=32)
     # AdamW, weight decay 1e-4 and the gradient clip as released; the released 4e-4 (x 0.1 on the
     # backbone) fine-tunes a pretrained DeiT, we train from scratch, where 1e-3 learns faster.
     c.learning_rate = 1e-3
