@@ -40,7 +40,8 @@ from jaxml.papers.avtrack.task import AVTrackTask
 
 PAIR_KEYS = ("template", "search", "template_box", "search_box")
 LABELS = {"baseline": "ungated baseline", "avtrack": "AVTrack (gates)", "avtrack_mi": "AVTrack + MI",
-          "avtrack_mi_strong": "AVTrack + MI x1e4"}
+          "avtrack_mi_strong": "AVTrack + MI x1e4", "avtrack_ste": "AVTrack, straight-through gates",
+          "avtrack_detach": "AVTrack, gate input detached"}
 VARIANTS = tuple(LABELS)
 
 
@@ -63,34 +64,42 @@ class PairSource:
         return {k: np.asarray(batch[k], np.float32) for k in PAIR_KEYS}
 
 
-def make_model(c, gated: bool) -> model_lib.AVTrack:
+def make_model(c, gated: bool, gate_input_grad: bool = True) -> model_lib.AVTrack:
     m = c.model
     return model_lib.AVTrack(template_size=m.template_size, search_size=m.search_size, patch_size=m.patch_size,
                              hidden=m.hidden, layers=m.layers, heads=m.heads, mlp_hidden=m.mlp_hidden,
-                             head_channels=m.head_channels, gated=gated)
+                             head_channels=m.head_channels, gated=gated, gate_input_grad=gate_input_grad)
 
 
 def variant_spec(c, variant: str) -> dict:
-    """(gated, mi_weight, zeta) of a variant name: baseline, avtrack, avtrack_mi, or avtrack_z<percent>."""
+    """(gated, mi_weight, zeta, gating, gate_input_grad) of a variant: baseline, avtrack (as released),
+    avtrack_mi (+ MI at the released weight), avtrack_mi_strong (MI at c.mi_weight_strong),
+    avtrack_ste (straight-through gates), avtrack_detach (no sparsity gradient into the trunk), or
+    avtrack_z<percent> (another target activation)."""
+    spec = dict(gated=True, mi_weight=0.0, zeta=c.zeta, gating=c.gating, gate_input_grad=True)
     if variant == "baseline":
-        return dict(gated=False, mi_weight=0.0, zeta=c.zeta)
+        return spec | dict(gated=False, gating="none")
     if variant == "avtrack":
-        return dict(gated=True, mi_weight=0.0, zeta=c.zeta)
+        return spec
     if variant == "avtrack_mi":
-        return dict(gated=True, mi_weight=c.mi_weight, zeta=c.zeta)
+        return spec | dict(mi_weight=c.mi_weight)
     if variant == "avtrack_mi_strong":
-        return dict(gated=True, mi_weight=c.mi_weight_strong, zeta=c.zeta)
+        return spec | dict(mi_weight=c.mi_weight_strong)
+    if variant == "avtrack_ste":
+        return spec | dict(gating="ste")
+    if variant == "avtrack_detach":
+        return spec | dict(gate_input_grad=False)
     if variant.startswith("avtrack_z") and variant[9:].isdigit():
-        return dict(gated=True, mi_weight=0.0, zeta=int(variant[9:]) / 100)
+        return spec | dict(zeta=int(variant[9:]) / 100)
     raise ValueError(f"unknown variant {variant!r}; accepted {VARIANTS} or avtrack_z<percent>")
 
 
 def train_variant(c, variant: str, seed: int, train_seqs, eval_source, workdir: pathlib.Path):
     """Trains (or resumes) one variant; returns (model, params)."""
     spec = variant_spec(c, variant)
-    model = make_model(c, spec["gated"])
+    model = make_model(c, spec["gated"], spec["gate_input_grad"])
     task = AVTrackTask(model, PairSource(train_seqs, c.steps * c.batch_size, seed, model),
-                       {"test_pairs": eval_source}, gating=c.gating, target_activation=spec["zeta"],
+                       {"test_pairs": eval_source}, gating=spec["gating"], target_activation=spec["zeta"],
                        mi_weight=spec["mi_weight"], stat_hidden=c.stat_hidden)
     loop = default_config()
     loop.update(seed=seed, num_steps=c.steps, batch_size=c.batch_size, eval_batch_size=c.eval_pairs,
@@ -379,7 +388,7 @@ def benchmark(config, workdir) -> Result:
     c = config
     workdir = make_workdir(workdir)
     variants, seeds = tuple(c.variants), tuple(c.seeds)
-    for v in variants + tuple(f"avtrack_z{int(round(z * 100))}" for z in c.zetas):
+    for v in variants + tuple(f"avtrack_z{int(round(z * 100))}" for z in c.zetas) + tuple(c.get("extra_variants", ())):
         variant_spec(c, v)
     data = load_data(c)
     rows_file = Rows(workdir / "rows.jsonl")
@@ -395,7 +404,13 @@ def benchmark(config, workdir) -> Result:
         metrics.update(aggregate(zrows, zeta_variants, zseeds, ("test",)))
     else:
         zkeep = {}
-    timing = timing_phase(c, data, keep | zkeep)
+    extra = tuple(c.get("extra_variants", ()))
+    ekeep: dict = {}
+    if extra:
+        eseeds = tuple(c.extra_seeds)
+        erows = run_rows(c, data, extra, eseeds, workdir, rows_file, ekeep)
+        metrics.update(aggregate(erows, extra, eseeds, splits))
+    timing = timing_phase(c, data, keep | zkeep | ekeep)
     for v, t in timing.items():
         for k, val in t.items():
             metrics[f"timing/{v}/{k}"] = float(val)

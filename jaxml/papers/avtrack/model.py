@@ -78,6 +78,8 @@ class AVTrack(nn.Module):
       head_channels: width of the centre head's convs.
       gated: build the Activation Module (False: the ungated baseline, no gate params).
       always_on: the first blocks that always run (2 in the paper).
+      gate_input_grad: True as released (the sparsity loss reaches the earlier blocks through the
+        gates' input x); False stops that gradient, so only the gates' own weights learn from it (ours).
     """
 
     template_size: int = 32
@@ -90,6 +92,7 @@ class AVTrack(nn.Module):
     head_channels: int = 64
     gated: bool = True
     always_on: int = 2
+    gate_input_grad: bool = True
 
     @property
     def template_grid(self) -> int:
@@ -142,7 +145,8 @@ class AVTrack(nn.Module):
 
     def gate(self, i: int, x: jax.Array) -> jax.Array:
         """p_i [B] for gated block i, from channel 0 of every token of its input x [B, N, D]."""
-        return jax.nn.sigmoid(self.gates[i - self.always_on](x[:, :, 0])[:, 0])
+        z = x[:, :, 0] if self.gate_input_grad else jax.lax.stop_gradient(x[:, :, 0])
+        return jax.nn.sigmoid(self.gates[i - self.always_on](z)[:, 0])
 
     def block(self, i: int, x: jax.Array) -> jax.Array:
         return self.blocks[i](x)

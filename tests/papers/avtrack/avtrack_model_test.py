@@ -206,3 +206,21 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="multiple of patch_size"):
         M.AVTrack(**(SMALL | {"search_size": 30})).init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)),
                                                           jnp.zeros((1, 30, 30, 3)))
+
+
+def test_detached_gate_input_keeps_the_sparsity_gradient_out_of_the_trunk(setup):
+    _, _, t, s = setup
+    only_spar = tuple({k: 0.0 for k in losses.WEIGHTS}.items()) + (("spar", 1.0),)
+    for grad_in, expect in ((True, True), (False, False)):
+        m = M.AVTrack(**(SMALL | dict(layers=3, hidden=16, heads=1, mlp_hidden=16, head_channels=8)),
+                      gate_input_grad=grad_in)
+        batch = example_batch(m, 3) | {"template": t, "search": s}
+        task = AVTrackTask(m, None, {}, weights=only_spar)
+        p = jax.jit(task.init)(jax.random.key(1), batch)
+
+        def loss_of(embed, gate, p=p, task=task):
+            return task.loss({"tracker": p["tracker"] | {"patch_embed": embed, "gates_0": gate}}, batch, None)[0]
+
+        g_embed, g_gate = jax.jit(jax.grad(loss_of, argnums=(0, 1)))(p["tracker"]["patch_embed"], p["tracker"]["gates_0"])
+        assert float(jnp.abs(g_gate["kernel"]).sum()) > 0            # the gate itself always learns from it
+        assert (float(jnp.abs(g_embed["kernel"]).sum()) > 0) == expect, grad_in
