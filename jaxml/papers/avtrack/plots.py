@@ -52,13 +52,14 @@ def plot_curves(results: Mapping[str, Sequence[tuple]], path, title: str = "") -
     for name in sorted(summaries, key=lambda n: -summaries[n]["auc"]):
         s = summaries[name]
         ax_s.plot(s["success_thresholds"], 100 * s["success_curve"], lw=2, label=f"{name} [{s['auc']:.1f}]")
-    prefix = f"{title}: " if title else ""
     ax_p.set(xlabel="Location error threshold [pixels]", ylabel="Distance precision [%]",
-             title=f"{prefix}Precision plots of OPE", xlim=(0, 50), ylim=(0, 100))
+             title="Precision plots of OPE", xlim=(0, 50), ylim=(0, 100))
     ax_s.set(xlabel="Overlap threshold", ylabel="Overlap precision [%]",
-             title=f"{prefix}Success plots of OPE", xlim=(0, 1), ylim=(0, 100))
-    ax_p.legend(loc="lower right")
-    ax_s.legend(loc="lower left")
+             title="Success plots of OPE", xlim=(0, 1), ylim=(0, 100))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    ax_p.legend(loc="lower right", fontsize=8)
+    ax_s.legend(loc="lower left", fontsize=8)
     for ax in (ax_p, ax_s):
         ax.grid(alpha=0.3)
     _save(fig, path)

@@ -8,7 +8,8 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/avtrack/configs/benchmark.py --workdir=/tmp/avtrack_full
 Hardware: 2 CPU cores. Metric: success AUC (%) of one-pass tracking on the test sequences (clips and
 objects unseen in training), precision at 20 px, the fraction of blocks that ran, batch-1 ms per
-frame. The paper (AVTrack-DeiT, DTB70): precision 84.3, AUC 65.0; its gates are trained to zeta = 0.7.
+frame (network alone, and the whole tracker). After the zeta ablation, two variants of ours (2 seeds):
+straight-through gates (`avtrack_ste`) and gates whose input gradient is stopped (`avtrack_detach`). The paper (AVTrack-DeiT, DTB70): precision 84.3, AUC 65.0; its gates are trained to zeta = 0.7.
 Measured: see jaxml/papers/avtrack/README.md (times and numbers of each scale).
 """
 
@@ -54,4 +55,5 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.eval_pairs = by_scale(scale, tiny=8, quick=128, full=512)
     c.timing_frames = by_scale(scale, tiny=4, quick=40, full=200)
     c.timing_repeats = by_scale(scale, tiny=1, quick=3, full=5)
+    c.timing_sequences = by_scale(scale, tiny=1, quick=2, full=4)   # tracker frames per second on these
     return c
