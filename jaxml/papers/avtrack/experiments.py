@@ -215,6 +215,18 @@ def load_data(c) -> dict:
     return {"train": train, "eval": splits, "views": builder_config.views}
 
 
+def gate_patterns(active: np.ndarray, model) -> dict[str, float]:
+    """How adaptive the gates are on a set of frames (active [N, layers], 1 = the block ran): the number
+    of distinct block patterns, the share of frames with the most common one, and per gated block the
+    share of frames it ran on."""
+    a = np.asarray(active) > 0.5
+    patterns, counts = np.unique(a, axis=0, return_counts=True)
+    out = {"distinct_patterns": float(len(patterns)), "modal_share": float(counts.max() / counts.sum())}
+    for i in model.gated_blocks:
+        out[f"block{i}_on"] = float(a[:, i].mean())
+    return out
+
+
 def pm(metrics: dict, key: str, digits: int = 1) -> str:
     return f"{metrics[key]:.{digits}f} ± {metrics[key + '_std']:.{digits}f}"
 
@@ -425,8 +437,13 @@ def benchmark(config, workdir) -> Result:
 
     figures = []
     if keep:
-        curves = {LABELS.get(v, v): tracking_metrics(m, p, {"test": data["eval"]["test"]}, c)[1]["test"]
-                  for v, (m, p) in keep.items()}
+        curves = {}
+        for v, (m, p) in (keep | zkeep | ekeep).items():
+            res, active, _ = track_all(m, p, data["eval"]["test"], c)
+            if v in keep:
+                curves[LABELS.get(v, v)] = res
+            for k, val in gate_patterns(active, m).items():
+                metrics[f"gates/{v}/{k}"] = val
         plots.plot_curves(curves, workdir / "curves.png", title="test sequences (real frames, pasted objects)")
         figures.append(str(workdir / "curves.png"))
         view_splits = [tfds_builder.view_split(w) for w in data["views"]]
