@@ -37,7 +37,7 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
                           full=("baseline", "avtrack", "avtrack_mi", "avtrack_mi_strong"))
     c.seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0, 1, 2))
     c.zetas = by_scale(scale, tiny=(), quick=(), full=(0.5, 0.7, 0.9))
-    c.zeta_seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0, 1))   # the ablation's seeds
+    c.zeta_seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0,))   # the ablation's seeds
     # ours, after the zeta ablation: straight-through gates; gates whose input gradient is stopped
     c.extra_variants = by_scale(scale, tiny=(), quick=(), full=("avtrack_ste", "avtrack_detach"))
     c.extra_seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0, 1))
