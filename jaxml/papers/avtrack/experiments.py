@@ -212,7 +212,7 @@ def load_data(c) -> dict:
     if c.annotated:
         seq = video.load_annotated("vtest_person")
         splits["vtest_person"] = [seq]
-    return {"train": train, "eval": splits, "views": builder_config.views}
+    return {"train": train, "eval": splits, "views": builder_config.views, "default_view": builder_config.default_view}
 
 
 def gate_patterns(active: np.ndarray, model) -> dict[str, float]:
@@ -231,12 +231,15 @@ def pm(metrics: dict, key: str, digits: int = 1) -> str:
     return f"{metrics[key]:.{digits}f} ± {metrics[key + '_std']:.{digits}f}"
 
 
-def plot_robustness(metrics: dict, variants, views, path) -> str:
+def plot_robustness(metrics: dict, variants, view_splits: list[tuple[float, str]], path) -> str:
+    """AUC against the viewpoint-warp strength; view_splits: (strength, split name) pairs."""
     fig, ax = pyplot().subplots(figsize=(5, 3.5))
+    view_splits = sorted(view_splits)
+    xs = [w for w, _ in view_splits]
     for v in variants:
-        ys = [metrics[f"{v}/{tfds_builder.view_split(w)}/auc"] for w in views]
-        es = [metrics[f"{v}/{tfds_builder.view_split(w)}/auc_std"] for w in views]
-        ax.errorbar(views, ys, yerr=es, marker="o", capsize=3, label=LABELS.get(v, v))
+        ys = [metrics[f"{v}/{split}/auc"] for _, split in view_splits]
+        es = [metrics[f"{v}/{split}/auc_std"] for _, split in view_splits]
+        ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=LABELS.get(v, v))
     ax.set_xlabel("viewpoint-warp strength")
     ax.set_ylabel("success AUC (%)")
     ax.set_title("Robustness to viewpoint warps")
@@ -446,9 +449,12 @@ def benchmark(config, workdir) -> Result:
                 metrics[f"gates/{v}/{k}"] = val
         plots.plot_curves(curves, workdir / "curves.png", title="test sequences (real frames, pasted objects)")
         figures.append(str(workdir / "curves.png"))
-        view_splits = [tfds_builder.view_split(w) for w in data["views"]]
-        if all(f"{v}/{s}/auc" in metrics for v in variants for s in view_splits):
-            figures.append(plot_robustness(metrics, variants, data["views"], workdir / "robustness.png"))
+        view_splits = [(w, tfds_builder.view_split(w)) for w in data["views"]]
+        if all(abs(w - data["default_view"]) > 1e-9 for w, _ in view_splits):
+            view_splits.append((data["default_view"], "test"))
+        shown = [v for v in variants + extra if all(f"{v}/{s}/auc" in metrics for _, s in view_splits)]
+        if shown:
+            figures.append(plot_robustness(metrics, shown, view_splits, workdir / "robustness.png"))
         if "vtest_person" in data["eval"] and headline in keep:
             m, p = keep[headline]
             seq = data["eval"]["vtest_person"][0]
@@ -497,9 +503,9 @@ def benchmark_claims(c, metrics, variants, timing, views) -> list[Claim]:
             "AVTrack is faster than its full-depth counterpart at batch 1 (the ICML FPS table is not in our sources)",
             verdict(err < 0.15 if full else None)))
     for mi in ("avtrack_mi", "avtrack_mi_strong"):
-        if mi not in variants or "avtrack" not in variants or not views:
+        strong = tfds_builder.view_split(max(views)) if views else ""
+        if f"{mi}/{strong}/auc" not in metrics or "avtrack" not in variants:
             continue
-        strong = tfds_builder.view_split(max(views))
         d = metrics[f"{mi}/{strong}/auc"] - metrics[f"avtrack/{strong}/auc"]
         weight = c.mi_weight if mi == "avtrack_mi" else c.mi_weight_strong
         claims.append(Claim(
