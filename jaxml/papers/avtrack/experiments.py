@@ -426,10 +426,10 @@ def benchmark(config, workdir) -> Result:
         zkeep = {}
     extra = tuple(c.get("extra_variants", ()))
     ekeep: dict = {}
-    if extra:
-        eseeds = tuple(c.extra_seeds)
-        erows = run_rows(c, data, extra, eseeds, workdir, rows_file, ekeep)
-        metrics.update(aggregate(erows, extra, eseeds, splits))
+    for v in extra:
+        eseeds = tuple(c.get("extra_seeds_by_variant", {}).get(v, c.extra_seeds))
+        erows = run_rows(c, data, (v,), eseeds, workdir, rows_file, ekeep)
+        metrics.update(aggregate(erows, (v,), eseeds, splits))
     timing = timing_phase(c, data, keep | zkeep | ekeep)
     for v, t in timing.items():
         for k, val in t.items():
