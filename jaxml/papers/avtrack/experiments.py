@@ -373,8 +373,9 @@ def skipping(config, workdir) -> Result:
         t = rng.random((c.frames, 1, model.template_size, model.template_size, 3), np.float32)
         s = rng.random((c.frames, 1, model.search_size, model.search_size, 3), np.float32)
         params = jax.jit(model.init)(jax.random.key(c.seed), t[0], s[0])["params"]
+        before = _infer_fn(model)._cache_size()       # the benchmark may have compiled this model already
         prof = skipping_profile(model, params, list(zip(t, s)), c.repeats)
-        traces = _infer_fn(model)._cache_size()
+        traces = _infer_fn(model)._cache_size() - before
         for k, ms in zip(prof["blocks"], prof["ms"]):
             metrics[f"{name}/ms_{int(k)}_blocks"] = float(ms)
         metrics |= {f"{name}/fixed_ms": prof["fixed_ms"], f"{name}/per_block_ms": prof["per_block_ms"],
@@ -391,10 +392,10 @@ def skipping(config, workdir) -> Result:
         claims.append(Claim(
             f"a skipped block costs no FLOPs at batch 1 ({name})",
             f"{prof['per_block_ms']:.3f} ms per block on top of {prof['fixed_ms']:.3f} ms (R^2 {prof['r2']:.3f} over "
-            f"{len(prof['blocks'])} patterns, {traces} compilation); all {model.layers} blocks "
+            f"{len(prof['blocks'])} patterns, {traces} new compilation); all {model.layers} blocks "
             f"{prof['ms'][-1]:.3f} ms vs {model.always_on} blocks {prof['ms'][0]:.3f} ms",
             "the Activation Module skips blocks at inference, which makes AVTrack faster (no FPS table in our sources)",
-            verdict(prof["r2"] > 0.9 and traces == 1 if c.repeats >= 3 else None)))
+            verdict(prof["r2"] > 0.9 and traces <= 1 if c.repeats >= 3 else None)))
     figure = save_figure(fig, workdir / "skipping.png")
     headline = f"{c.sizes[0]}/per_block_ms"
     return Result(metrics=metrics, headline=headline, claims=claims, figures=[figure],

@@ -6,7 +6,8 @@ at our benchmark's size (64 wide, 8 blocks, 80 tokens) and at AVTrack-DeiT's geo
 Runbook:
     python scripts/run.py --config=jaxml/papers/avtrack/configs/skipping.py:quick --workdir=/tmp/avtrack_skip
     python scripts/run.py --config=jaxml/papers/avtrack/configs/skipping.py --workdir=/tmp/avtrack_skip_full
-Hardware: 2 CPU cores. Metric: ms per block and the line's R^2. Measured: see jaxml/papers/avtrack/README.md.
+Hardware: 2 CPU cores. Metric: ms per block and the line's R^2. Measured (2026-12-02, quick, 16 s): ours
+0.18 + 0.163 k ms (R^2 0.97), DeiT-Tiny geometry 7.0 + 1.90 k ms (R^2 0.97), one compilation each.
 """
 
 import ml_collections
@@ -17,6 +18,6 @@ from jaxml.core.config import by_scale, experiment_config
 def get_config(arg=None) -> ml_collections.ConfigDict:
     c, scale = experiment_config("avtrack/skipping", arg)
     c.sizes = by_scale(scale, tiny=("ours",), quick=("ours", "deit_tiny"), full=("ours", "deit_tiny"))
-    c.frames = by_scale(scale, tiny=4, quick=10, full=50)
+    c.frames = by_scale(scale, tiny=4, quick=6, full=50)
     c.repeats = by_scale(scale, tiny=1, quick=3, full=5)
     return c
