@@ -146,7 +146,8 @@ def track_all(model, params, sequences, c) -> tuple[list, np.ndarray, np.ndarray
 
 
 def tracking_metrics(model, params, seqs_by_split: dict, c) -> tuple[dict, dict]:
-    """precision / AUC / active fractions per evaluation split; also the (pred, gt) results."""
+    """precision / AUC / active fractions per evaluation split; also, per split, the (pred, gt) results
+    and the per-frame active patterns."""
     out, results = {}, {}
     g = len(model.gated_blocks)
     for split, seqs in seqs_by_split.items():
@@ -155,7 +156,7 @@ def tracking_metrics(model, params, seqs_by_split: dict, c) -> tuple[dict, dict]
         out[f"{split}/precision"], out[f"{split}/auc"] = s["precision"], s["auc"]
         out[f"{split}/active"] = float(active.mean())
         out[f"{split}/active_gated"] = float(active[:, model.always_on:].mean()) if g else 1.0
-        results[split] = res
+        results[split] = (res, active)
     return out, results
 
 
@@ -262,8 +263,10 @@ def plot_speed(timing: dict, path) -> str:
     return save_figure(fig, path)
 
 
-def run_rows(c, data, variants, seeds, workdir: pathlib.Path, rows: Rows, keep: dict) -> dict:
-    """Trains and evaluates every (variant, seed) not yet in `rows`; `keep` collects seed-0 models."""
+def run_rows(c, data, variants, seeds, workdir: pathlib.Path, rows: Rows, keep: dict,
+             tracked_out: dict | None = None) -> dict:
+    """Trains and evaluates every (variant, seed) not yet in `rows`; `keep` collects seed-0 models and
+    `tracked_out` their test-split tracking ((pred, gt) results, active patterns) when measured here."""
     eval_pairs = pairs.sample_pairs(data["eval"]["test"], c.eval_pairs, np.random.default_rng(1234),
                                     template_size=c.model.template_size, search_size=c.model.search_size)
     eval_source = ArraySource({k: np.asarray(eval_pairs[k], np.float32) for k in PAIR_KEYS})
@@ -283,7 +286,9 @@ def run_rows(c, data, variants, seeds, workdir: pathlib.Path, rows: Rows, keep: 
             if row is not None:
                 continue
             t0 = time.perf_counter()
-            measured, _ = tracking_metrics(model, params, data["eval"], c)
+            measured, tracked = tracking_metrics(model, params, data["eval"], c)
+            if seed == seeds[0] and tracked_out is not None:
+                tracked_out[variant] = tracked["test"]     # the figures reuse it
             ev = {k: float(v) for k, v in outcome.metrics.items() if k.startswith("test_pairs/")}
             ev["train_time_s"] = float(outcome.metrics.get("train_time_s", float("nan")))
             rows.add(key, variant=variant, seed=seed, eval_seconds=time.perf_counter() - t0, **measured, **ev)
@@ -414,14 +419,15 @@ def benchmark(config, workdir) -> Result:
     data = load_data(c)
     rows_file = Rows(workdir / "rows.jsonl")
     keep: dict = {}
-    rows = run_rows(c, data, variants, seeds, workdir, rows_file, keep)
+    tracked: dict = {}
+    rows = run_rows(c, data, variants, seeds, workdir, rows_file, keep, tracked)
     splits = tuple(data["eval"])
     metrics = aggregate(rows, variants, seeds, splits)
     zeta_variants = tuple(f"avtrack_z{int(round(z * 100))}" for z in c.zetas if abs(z - c.zeta) > 1e-9)
     if zeta_variants:
         zkeep: dict = {}
         zseeds = tuple(c.zeta_seeds)
-        zrows = run_rows(c, data, zeta_variants, zseeds, workdir, rows_file, zkeep)
+        zrows = run_rows(c, data, zeta_variants, zseeds, workdir, rows_file, zkeep, tracked)
         metrics.update(aggregate(zrows, zeta_variants, zseeds, ("test",)))
     else:
         zkeep = {}
@@ -429,7 +435,7 @@ def benchmark(config, workdir) -> Result:
     ekeep: dict = {}
     for v in extra:
         eseeds = tuple(c.get("extra_seeds_by_variant", {}).get(v, c.extra_seeds))
-        erows = run_rows(c, data, (v,), eseeds, workdir, rows_file, ekeep)
+        erows = run_rows(c, data, (v,), eseeds, workdir, rows_file, ekeep, tracked)
         metrics.update(aggregate(erows, (v,), eseeds, splits))
     timing = timing_phase(c, data, keep | zkeep | ekeep)
     for v, t in timing.items():
@@ -443,7 +449,8 @@ def benchmark(config, workdir) -> Result:
     if keep:
         curves = {}
         for v, (m, p) in (keep | zkeep | ekeep).items():
-            res, active, _ = track_all(m, p, data["eval"]["test"], c)
+            # tracked once in run_rows on a fresh run; again only for rows read back from rows.jsonl
+            res, active = tracked.get(v) or track_all(m, p, data["eval"]["test"], c)[:2]
             if v in keep:
                 curves[LABELS.get(v, v)] = res
             for k, val in gate_patterns(active, m).items():
