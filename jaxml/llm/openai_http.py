@@ -2,15 +2,20 @@
 
 Works with vLLM (`vllm serve`), the llama.cpp server, OpenAI and other servers that speak the
 `/v1/completions` and `/v1/chat/completions` endpoints. Standard library only (`urllib.request`,
-`json`); nothing is contacted until a method is called.
+`json`); nothing is contacted until a method is called. Beyond the `LLM` protocol,
+`chat_with_images` sends text + images to a vision-language model in the OpenAI vision format
+(images as `data:` URLs, see `image_data_url`; PNG encoding of arrays imports `cv2` when needed).
 
     llm = OpenAICompatibleLLM("http://localhost:8000/v1", "HuggingFaceTB/SmolLM2-135M-Instruct")
     llm.generate_text(["Name a colour."], max_new_tokens=8, chat=True)
     llm.logprobs(["The capital of France is"], [" Paris"])
+    vlm = OpenAICompatibleLLM("http://localhost:8000/v1", "llava-hf/llava-1.5-7b-hf")
+    vlm.chat_with_images(["What is in the picture?"], [[rgb_uint8_array]], max_new_tokens=64)
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -126,43 +131,15 @@ class OpenAICompatibleLLM:
           One string per prompt.
         """
         prompts = check_texts("prompts", prompts)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens={max_new_tokens!r} must be an int >= 1")
-        if isinstance(stop, str):
-            raise TypeError(f"stop={stop!r} must be a sequence of strings, not one str; "
-                            f"pass [{stop!r}]")
-        stop = list(stop)
-        for s in stop:
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"stop={stop!r}: every stop string must be a non-empty str")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"seed={seed!r} must be an int")
-        options = SamplingOptions.from_kwargs(**sampling)
-
-        fields: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": max_new_tokens,
-            "temperature": float(options.temperature),
-            "top_p": float(options.top_p),
-            "seed": seed,
-        }
-        if stop:
-            fields["stop"] = stop
-        if options.top_k > 0:
-            fields["top_k"] = options.top_k
-
+        fields, stop = self._generation_fields(max_new_tokens, stop, seed, sampling)
         texts = []
         for prompt in prompts:
             if chat:
-                url = f"{self.base_url}/chat/completions"
-                body = {**fields, "messages": [{"role": "user", "content": prompt}]}
-                answer = self._post(url, body)
-                text = _field(answer, url, ("choices", 0, "message", "content"), str)
+                texts.append(self._chat(prompt, fields, stop))
             else:
                 url = f"{self.base_url}/completions"
                 answer = self._post(url, {**fields, "prompt": prompt})
-                text = _field(answer, url, ("choices", 0, "text"), str)
-            texts.append(cut_at_stop(text, stop))
+                texts.append(cut_at_stop(_field(answer, url, ("choices", 0, "text"), str), stop))
         return texts
 
     def logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[np.ndarray]:
@@ -206,7 +183,96 @@ class OpenAICompatibleLLM:
         return scores
 
     # ---------------------------------------------------------------------------------------------
+    # Beyond the LLM protocol: images.
+
+    def chat_with_images(self, prompts: Sequence[str],
+                         images: Sequence[Sequence[np.ndarray | bytes]], *, max_new_tokens: int,
+                         stop: Sequence[str] = (), seed: int = 0, **sampling) -> list[str]:
+        """Replies of a vision-language model to text + images, one `/chat/completions` request per prompt.
+
+        Each request has one user message whose `content` is a list: `{"type": "text", "text":
+        prompt}` followed by one `{"type": "image_url", "image_url": {"url": <data URL>}}` per image
+        of that prompt, in order (the OpenAI vision format, which vLLM and the llama.cpp server
+        accept for multimodal models). A prompt with no images sends the text part alone, still as
+        a list. Every image is checked and encoded before the first request.
+
+        Args:
+          prompts: the user messages.
+          images: one sequence of images per prompt (`images[i]` goes with `prompts[i]`). An image
+            is a uint8 numpy array [H, W, 3] (RGB) or [H, W] (grey), sent PNG-encoded (lossless),
+            or `bytes` of an already-encoded PNG or JPEG file, sent as they are with the mime type
+            of their magic number.
+          max_new_tokens, stop, seed, **sampling: as for `generate_text`.
+
+        Returns:
+          One reply per prompt, cut at the first stop string it contains.
+
+        Raises:
+          ValueError: a bad image, naming it as `images[i][j]`; `len(images) != len(prompts)`;
+            bad sampling arguments as for `generate_text` (those raise TypeError or ValueError).
+            All before any request.
+          LLMHTTPError: a request that failed after the retries, or a malformed answer.
+        """
+        prompts = check_texts("prompts", prompts)
+        fields, stop = self._generation_fields(max_new_tokens, stop, seed, sampling)
+        if isinstance(images, (np.ndarray, bytes, bytearray, str)):
+            raise ValueError(f"images must be a sequence with one sequence of images per prompt, got a "
+                             f"single {type(images).__name__}")
+        images = list(images)
+        if len(images) != len(prompts):
+            raise ValueError(f"got {len(prompts)} prompts and {len(images)} image lists; "
+                             f"chat_with_images needs one (possibly empty) list of images per prompt")
+        contents = []
+        for i, (prompt, per_prompt) in enumerate(zip(prompts, images)):
+            if isinstance(per_prompt, (np.ndarray, bytes, bytearray, str)) or not isinstance(per_prompt, Sequence):
+                raise ValueError(f"images[{i}] must be a list of the images of prompt {i}, got a "
+                                 f"{type(per_prompt).__name__}; wrap a single image in a list")
+            content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+            for j, image in enumerate(per_prompt):
+                try:
+                    url = image_data_url(image)
+                except ValueError as e:
+                    raise ValueError(f"images[{i}][{j}]: {e}") from None
+                content.append({"type": "image_url", "image_url": {"url": url}})
+            contents.append(content)
+        return [self._chat(content, fields, stop) for content in contents]
+
+    # ---------------------------------------------------------------------------------------------
     # HTTP.
+
+    def _generation_fields(self, max_new_tokens: int, stop: Sequence[str], seed: int,
+                           sampling: dict) -> tuple[dict[str, Any], list[str]]:
+        """The checked request fields every generation request shares, and the stop strings as a list."""
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={max_new_tokens!r} must be an int >= 1")
+        if isinstance(stop, str):
+            raise TypeError(f"stop={stop!r} must be a sequence of strings, not one str; "
+                            f"pass [{stop!r}]")
+        stop = list(stop)
+        for s in stop:
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"stop={stop!r}: every stop string must be a non-empty str")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed={seed!r} must be an int")
+        options = SamplingOptions.from_kwargs(**sampling)
+        fields: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_new_tokens,
+            "temperature": float(options.temperature),
+            "top_p": float(options.top_p),
+            "seed": seed,
+        }
+        if stop:
+            fields["stop"] = stop
+        if options.top_k > 0:
+            fields["top_k"] = options.top_k
+        return fields, stop
+
+    def _chat(self, content: str | list, fields: dict[str, Any], stop: list[str]) -> str:
+        """One user message (`content`: a str, or a list of parts) -> the reply, cut at `stop`."""
+        url = f"{self.base_url}/chat/completions"
+        answer = self._post(url, {**fields, "messages": [{"role": "user", "content": content}]})
+        return cut_at_stop(_field(answer, url, ("choices", 0, "message", "content"), str), stop)
 
     def _post(self, url: str, body: dict) -> dict:
         """POSTs `body` as JSON; retries 408/429/5xx and connection errors; returns the JSON object."""
@@ -241,6 +307,54 @@ class OpenAICompatibleLLM:
             raise LLMHTTPError(url, 200, f"the answer is JSON but not an object: {_clip(raw)!r}")
         return answer
 
+
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """A uint8 image [H, W, 3] (RGB) or [H, W] (grey) as the bytes of a PNG file (lossless)."""
+    if not isinstance(image, np.ndarray):
+        raise ValueError(f"expected a uint8 numpy array [H, W, 3] (RGB) or [H, W], got a "
+                         f"{type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise ValueError(f"expected a uint8 image, got dtype {image.dtype} (convert with "
+                         f"np.clip(x, 0, 255).astype(np.uint8) or (x * 255).round() for [0, 1] floats)")
+    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
+        raise ValueError(f"expected an image of shape [H, W, 3] (RGB) or [H, W], got shape "
+                         f"{image.shape}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise ValueError(f"the image is empty (shape {image.shape})")
+    import cv2  # Imported here: only images need it (opencv-python-headless).
+
+    pixels = np.ascontiguousarray(image[..., ::-1] if image.ndim == 3 else image)  # RGB -> BGR.
+    ok, encoded = cv2.imencode(".png", pixels)
+    if not ok:
+        raise ValueError(f"cv2.imencode could not PNG-encode the image of shape {image.shape}")
+    return encoded.tobytes()
+
+
+def image_data_url(image: np.ndarray | bytes) -> str:
+    """A `data:` URL for an image, as the OpenAI vision API takes it in an `image_url` part.
+
+    `image`: a uint8 numpy array [H, W, 3] (RGB) or [H, W] (grey), PNG-encoded here
+    (`data:image/png;base64,...`), or the bytes of an encoded PNG or JPEG file, kept as they are
+    with the mime type their magic number says (`image/png` or `image/jpeg`). Anything else,
+    including bytes of another format, raises ValueError.
+    """
+    if isinstance(image, (bytes, bytearray)):
+        data = bytes(image)
+        if data.startswith(_PNG_MAGIC):
+            mime = "image/png"
+        elif data.startswith(_JPEG_MAGIC):
+            mime = "image/jpeg"
+        else:
+            raise ValueError(f"bytes that are neither a PNG nor a JPEG file (they start with "
+                             f"{data[:8]!r}); pass an encoded PNG/JPEG or a uint8 array")
+    else:
+        data, mime = encode_png(image), "image/png"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _field(answer: Any, url: str, path: tuple, kind: type) -> Any:

