@@ -496,6 +496,7 @@ class VLMJudge:
     Attributes:
       model: the Llama; params: {"projector", "lm_top", "lm"} (a VLMTask's trained params).
       tokenizer, expert: SmolLM2's tokenizer and the frozen `vision.VisionExpert`.
+      blind: the ablation without the image: the features are zeros (train it blind as well).
     """
 
     model: Llama
@@ -506,6 +507,7 @@ class VLMJudge:
     top_p: float = RELEASE_TOP_P
     batch_size: int = 8
     name: str = "vlm-judge"
+    blind: bool = False
 
     def __post_init__(self):
         self.layout = VLMLayout.of(self.tokenizer)
@@ -528,6 +530,8 @@ class VLMJudge:
             raise KeyError(f"no image for {missing[:3]} ({len(missing)} image paths missing)")
         paths = sorted({it.image_path for it in items})
         feats = dict(zip(paths, self.expert.features(np.stack([images[p] for p in paths]))))
+        if self.blind:
+            feats = {p: np.zeros_like(f) for p, f in feats.items()}
         _, _, with_delta = _programs(self.model)
         projected = _project(self._projector, self.params["projector"], np.stack([feats[p] for p in paths]))
         proj = dict(zip(paths, projected))
