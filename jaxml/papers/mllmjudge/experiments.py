@@ -26,6 +26,7 @@ from jaxml.core.experiment import Claim, Result, Rows, gather_parts, make_workdi
 from jaxml.core.train import default_config, train_and_evaluate
 from jaxml.models.llama import load_smollm2, truncate_layers
 from jaxml.papers.mllmjudge import formats, harness, instance, judgements, judges, lm_judges, vision
+from jaxml.papers.mllmjudge import metrics as metrics_lib
 
 # The paper's GPT-4V figures (overall, as rounded in the anchors): Pearson, pair accuracy without
 # ties, normalised Levenshtein of the batch ranking (lower is better).
@@ -107,6 +108,19 @@ def overall_metrics(row: dict, prefix: str = "") -> dict[str, float]:
     return out
 
 
+def expected_score_rows(items, expected: np.ndarray, template: dict) -> list[dict]:
+    """Rows of kind 'score_expected': Pearson r of the judge's expected score sum_k k p(k) (G-Eval style)
+    against the human scores, overall and per source."""
+    m = metrics_lib.score_pearson([float(x) for x in expected], [it.human for it in items],
+                                  [it.original_dataset for it in items])
+    out = []
+    for ds in [None] + sorted(m["by_dataset"]):
+        s = m["overall"] if ds is None else m["by_dataset"][ds]
+        out.append({"judge": template["judge"], "setting": template["setting"], "kind": "score_expected",
+                    "dataset": ds or metrics_lib.OVERALL, "pearson": s["pearson"], "n": s["num_items"]})
+    return out
+
+
 def _items(inst) -> dict:
     return {"score": list(inst.score), "pair": list(inst.pair), "batch": list(inst.batch)}
 
@@ -120,23 +134,26 @@ def _fmt(x, digits=3):
 
 
 def table_markdown(rows: list[dict]) -> str:
-    """The overall metric table, one line per (judge, setting)."""
+    """The overall metric table, one line per judge run (`run` key of the rows, else judge and setting)."""
     runs: dict = {}
     for r in rows:
         if r["dataset"] != "overall":
             continue
-        runs.setdefault((r["judge"], r["setting"]), {})[r["kind"]] = r
-    lines = ["| judge | setting | score r | pair acc (tie) | pair acc (no tie) | batch Lev. (norm.) | failures "
-             "s/p/b | consistency s/p/b | pair order consistency | A share |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for (judge, setting), k in runs.items():
+        key = r.get("run", (r["judge"], r["setting"]))
+        runs.setdefault(key, {"judge": r["judge"], "setting": r.get("setting_label", r["setting"])})[r["kind"]] = r
+    lines = ["| judge | setting | score r | score r (expected) | pair acc (tie) | pair acc (no tie) | batch Lev. (norm.) "
+             "| failures s/p/b | consistency s/p/b | pair order consistency | A share |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for k in runs.values():
         s, p, b = k.get("score", {}), k.get("pair", {}), k.get("batch", {})
+        e = k.get("score_expected", {})
         fail = "/".join(str(x.get("failures", "-")) for x in (s, p, b))
         cons = "/".join(_fmt(x.get("consistency"), 2) for x in (s, p, b))
-        lines.append(f"| {judge} | {setting} | {_fmt(s.get('pearson'))} | {_fmt(p.get('accuracy_with_tie'))} | "
-                     f"{_fmt(p.get('accuracy_without_tie'))} | {_fmt(b.get('levenshtein_normalized'))} | {fail} | "
-                     f"{cons} | {_fmt(p.get('position_consistency'), 2)} | {_fmt(p.get('a_preference'), 2)} |")
-    lines.append(f"| GPT-4V (paper, real benchmark) | No COT | {PAPER_GPT4V['pearson']} | - | "
+        lines.append(f"| {k['judge']} | {k['setting']} | {_fmt(s.get('pearson'))} | {_fmt(e.get('pearson')) if e else '-'} | "
+                     f"{_fmt(p.get('accuracy_with_tie'))} | {_fmt(p.get('accuracy_without_tie'))} | "
+                     f"{_fmt(b.get('levenshtein_normalized'))} | {fail} | {cons} | "
+                     f"{_fmt(p.get('position_consistency'), 2)} | {_fmt(p.get('a_preference'), 2)} |")
+    lines.append(f"| GPT-4V (paper, real benchmark) | No COT | {PAPER_GPT4V['pearson']} | - | - | "
                  f"{PAPER_GPT4V['accuracy_without_tie']} | {PAPER_GPT4V['levenshtein_normalized']} | | | | |")
     return "\n".join(lines)
 
@@ -159,16 +176,27 @@ def benchmark(config, workdir) -> Result:
     examples: dict = {}
 
     def run(key: str, judge, setting: str, caps=None, subset: int | None = None):
+        chosen = _subset(items, subset) if subset else items
         stored = rows.get(key)
         if stored is None:
-            res = harness.run_benchmark(judge, _subset(items, subset) if subset else items, test.images,
-                                        setting=setting, captions=caps, seeds=tuple(config.seeds))
+            res = harness.run_benchmark(judge, chosen, test.images, setting=setting, captions=caps,
+                                        seeds=tuple(config.seeds))
             stored = rows.add(key, rows=res["rows"], examples={k: v[:3] for k, v in res["replies"].items()})
-        for r in stored["rows"]:
+        found = [dict(r) for r in stored["rows"]]
+        if hasattr(judge, "score_distribution") and getattr(judge, "mode", "verdict") == "verdict":
+            expected = rows.get(key + "#expected")
+            if expected is None:
+                probs = judge.score_distribution(chosen["score"], test.images, setting=setting, captions=caps)
+                expected = rows.add(key + "#expected", rows=expected_score_rows(
+                    chosen["score"], lm_judges.expected_scores(probs), found[0]))
+            found += [dict(r) for r in expected["rows"]]
+        label = key.split("/", 1)[1] if "/" in key else found[0]["setting"]
+        for r in found:
+            r["run"], r["setting_label"] = key, label
             if r["dataset"] == "overall":
                 metrics.update(overall_metrics(r, f"{key}/"))
         examples[key] = stored["examples"]
-        return stored["rows"]
+        return found
 
     all_rows = []
     all_rows += run("random", judges.RandomJudge(), judgements.DEFAULT_SETTING)
@@ -217,7 +245,7 @@ def plot_by_source(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
     """Score Pearson and pair accuracy (no tie) per source dataset for each judge run."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    runs = sorted({(r["judge"], r["setting"]) for r in rows})
+    runs = list(dict.fromkeys(r.get("run", r["judge"]) for r in rows))
     datasets = sorted({r["dataset"] for r in rows if r["dataset"] != "overall"}) + ["overall"]
     for ax, (kind, key, label) in zip(axes, (("score", "pearson", "score: Pearson r"),
                                               ("pair", "accuracy_without_tie", "pair: accuracy without ties"),
@@ -226,10 +254,10 @@ def plot_by_source(rows: list[dict], path: pathlib.Path) -> pathlib.Path:
         for j, run_key in enumerate(runs):
             vals = []
             for d in datasets:
-                hit = [r for r in rows if (r["judge"], r["setting"]) == run_key and r["kind"] == kind
+                hit = [r for r in rows if r.get("run", r["judge"]) == run_key and r["kind"] == kind
                        and r["dataset"] == d]
                 vals.append(hit[0].get(key, np.nan) if hit else np.nan)
-            ax.bar(np.arange(len(datasets)) + j * width, vals, width, label=f"{run_key[0]} [{run_key[1]}]")
+            ax.bar(np.arange(len(datasets)) + j * width, vals, width, label=run_key)
         ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2)
         ax.set_xticklabels(datasets)
         ax.set_title(label, fontsize=9)

@@ -263,13 +263,7 @@ class TextJudge:
     def _chat(self, prompt: str) -> str:
         return self.llm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
 
-    def judge(self, items: Sequence[formats.Item], images: Mapping[str, np.ndarray] | None = None, *,
-              setting: str = judgements.DEFAULT_SETTING, captions: Mapping[str, str] | None = None,
-              seed: int = 0) -> list[str]:
-        """Raw replies, one per item (the image is never used: this judge reads text only)."""
-        items = list(items)
-        if not items:
-            return []
+    def _prompts(self, items, setting, captions) -> list[str]:
         prompts = []
         for item in items:
             caption = None
@@ -278,6 +272,39 @@ class TextJudge:
                     raise KeyError(f"the 'Vision Expert' setting needs a caption for {item.image_path!r}")
                 caption = captions[item.image_path]
             prompts.append(judgements.build_prompt(item, setting, caption))
+        return prompts
+
+    def _logits_fn(self, prompts: Sequence[str]):
+        """(token rows after the cached head, last_logits(rows, owners)) for prompts of one kind and setting."""
+        tok = self.llm.tokenizer
+        prefix_cache, after_prefix, _ = _programs(self.llm.model)
+        marker = "Here is the input:\n"
+        chats = [self._chat(p) + PREFIX for p in prompts]
+        cut = chats[0].index(marker) + len(marker)
+        head = chats[0][:cut]
+        if any(c[:cut] != head for c in chats):
+            raise AssertionError("the prompts of one kind and setting must share their head")
+        cache = prefix_cache(self.llm.params, np.asarray([tok.encode(head)], np.int32))
+        rows = [tok.encode(c[cut:], add_bos=False) for c in chats]
+
+        def last_logits(rows_now, owners):
+            out = []
+            for s in range(0, len(rows_now), self.batch_size):
+                part = rows_now[s:s + self.batch_size]
+                arr, last = _right_pad(part, tok.pad_id, self.batch_size)
+                out.append(np.asarray(after_prefix(self.llm.params, cache, arr, last))[:len(part)])
+            return np.concatenate(out)
+
+        return rows, last_logits
+
+    def judge(self, items: Sequence[formats.Item], images: Mapping[str, np.ndarray] | None = None, *,
+              setting: str = judgements.DEFAULT_SETTING, captions: Mapping[str, str] | None = None,
+              seed: int = 0) -> list[str]:
+        """Raw replies, one per item (the image is never used: this judge reads text only)."""
+        items = list(items)
+        if not items:
+            return []
+        prompts = self._prompts(items, setting, captions)
         if self.mode == "free":
             sampling = {} if self.temperature == 0 else {"temperature": self.temperature, "top_p": self.top_p}
             return self.llm.generate_text(prompts, max_new_tokens=self.max_new_tokens, chat=True, seed=seed,
@@ -287,31 +314,36 @@ class TextJudge:
         by_kind: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_kind.setdefault(formats.kind_of(item), []).append(i)
-        tok = self.llm.tokenizer
-        prefix_cache, after_prefix, _ = _programs(self.llm.model)
         for kind, idx in by_kind.items():
-            marker = "Here is the input:\n"
-            chats = [self._chat(prompts[i]) + PREFIX for i in idx]
-            cut = chats[0].index(marker) + len(marker)
-            head = chats[0][:cut]
-            if any(c[:cut] != head for c in chats):
-                raise AssertionError("the prompts of one kind and setting must share their head")
-            cache = prefix_cache(self.llm.params, np.asarray([tok.encode(head)], np.int32))
-            rows_all = [tok.encode(c[cut:], add_bos=False) for c in chats]
-
-            def last_logits(rows, owners, cache=cache):
-                out = []
-                for s in range(0, len(rows), self.batch_size):
-                    part = rows[s:s + self.batch_size]
-                    arr, last = _right_pad(part, tok.pad_id, self.batch_size)
-                    out.append(np.asarray(after_prefix(self.llm.params, cache, arr, last))[:len(part)])
-                return np.concatenate(out)
-
-            verdicts = constrained_verdicts(last_logits, rows_all, [kind] * len(idx), self.tokens, self.temperature,
+            rows, last_logits = self._logits_fn([prompts[i] for i in idx])
+            verdicts = constrained_verdicts(last_logits, rows, [kind] * len(idx), self.tokens, self.temperature,
                                             self.top_p, rng, [_num_answers(items[i]) for i in idx])
             for i, v in zip(idx, verdicts):
                 replies[i] = reply_text(v, kind)
         return replies
+
+    def score_distribution(self, items: Sequence[formats.ScoreItem], images=None, *,
+                           setting: str = judgements.DEFAULT_SETTING, captions: Mapping[str, str] | None = None
+                           ) -> np.ndarray:
+        """[N, 5] the judge's probabilities of the verdicts 1..5 for score items (softmax over the five
+        allowed tokens at temperature 1); `expected_scores` turns them into a G-Eval-style score."""
+        items = list(items)
+        if any(formats.kind_of(it) != "score" for it in items):
+            raise ValueError("score_distribution takes score items only")
+        rows, last_logits = self._logits_fn(self._prompts(items, setting, captions))
+        return verdict_probabilities(last_logits(rows, list(range(len(rows)))), self.tokens)
+
+
+def verdict_probabilities(logits: np.ndarray, tokens: VerdictTokens) -> np.ndarray:
+    """[N, 5] softmax over the score tokens 1..5 of next-token logits [N, vocab]."""
+    z = np.asarray(logits, np.float64)[:, [tokens.choice[c] for c in SCORE_CHOICES]]
+    z = np.exp(z - z.max(-1, keepdims=True))
+    return z / z.sum(-1, keepdims=True)
+
+
+def expected_scores(probabilities: np.ndarray) -> np.ndarray:
+    """sum_k k p_k for rows of probabilities over the scores 1..5."""
+    return np.asarray(probabilities) @ np.arange(1, 6)
 
 
 # ------------------------------------------------------------------------ vision-language judge
@@ -514,17 +546,8 @@ class VLMJudge:
         self._lm = {**self.params["lm"], **self.params["lm_top"]}
         self._projector = Projector(self.model.config.hidden)
 
-    def judge(self, items: Sequence[formats.Item], images: Mapping[str, np.ndarray], *,
-              setting: str = judgements.DEFAULT_SETTING, captions: Mapping[str, str] | None = None,
-              seed: int = 0) -> list[str]:
-        """Raw replies, one per item. The VLM judge has one prompt format: `setting` must be the
-        default ("No COT")."""
-        if setting != judgements.DEFAULT_SETTING:
-            raise ValueError(f"VLMJudge is trained on one prompt format; setting={setting!r} is not available "
-                             f"(use {judgements.DEFAULT_SETTING!r})")
-        items = list(items)
-        if not items:
-            return []
+    def _logits_fn(self, items, images):
+        """(token rows, last_logits(rows, owners)) with each item's projected image in its slots."""
         missing = sorted({it.image_path for it in items if it.image_path not in images})
         if missing:
             raise KeyError(f"no image for {missing[:3]} ({len(missing)} image paths missing)")
@@ -549,6 +572,29 @@ class VLMJudge:
                 out.append(np.asarray(with_delta(self._lm, arr, delta, last))[:len(part)])
             return np.concatenate(out)
 
+        return rows, last_logits
+
+    def score_distribution(self, items: Sequence[formats.ScoreItem], images: Mapping[str, np.ndarray], *,
+                           setting: str = judgements.DEFAULT_SETTING, captions=None) -> np.ndarray:
+        """[N, 5] probabilities of the verdicts 1..5 for score items (see `TextJudge.score_distribution`)."""
+        items = list(items)
+        if any(formats.kind_of(it) != "score" for it in items):
+            raise ValueError("score_distribution takes score items only")
+        rows, last_logits = self._logits_fn(items, images)
+        return verdict_probabilities(last_logits(rows, list(range(len(rows)))), self.layout.tokens)
+
+    def judge(self, items: Sequence[formats.Item], images: Mapping[str, np.ndarray], *,
+              setting: str = judgements.DEFAULT_SETTING, captions: Mapping[str, str] | None = None,
+              seed: int = 0) -> list[str]:
+        """Raw replies, one per item. The VLM judge has one prompt format: `setting` must be the
+        default ("No COT")."""
+        if setting != judgements.DEFAULT_SETTING:
+            raise ValueError(f"VLMJudge is trained on one prompt format; setting={setting!r} is not available "
+                             f"(use {judgements.DEFAULT_SETTING!r})")
+        items = list(items)
+        if not items:
+            return []
+        rows, last_logits = self._logits_fn(items, images)
         rng = np.random.default_rng(seed)
         kinds = [formats.kind_of(it) for it in items]
         verdicts = constrained_verdicts(last_logits, rows, kinds, self.layout.tokens, self.temperature, self.top_p, rng,

@@ -32,13 +32,14 @@ def _items():
     return score, pair, batch
 
 
+@functools.lru_cache(maxsize=4)
+def _apply(model):
+    return jax.jit(lambda p, t: model.apply({"params": p}, t, jnp.arange(t.shape[1])[None])[0][0, -1])
+
+
 def full_logits(model, params, rows):
-    out = []
-    for r in rows:
-        t = jnp.asarray([r], jnp.int32)
-        logits, _ = model.apply({"params": params}, t, jnp.arange(len(r))[None])
-        out.append(np.asarray(logits[0, -1]))
-    return np.stack(out)
+    """Next-token logits after each row, one unpadded forward pass per row (the reference)."""
+    return np.stack([np.asarray(_apply(model)(params, jnp.asarray([r], jnp.int32))) for r in rows])
 
 
 def test_verdict_tokens_single_token_symbols():
@@ -170,3 +171,55 @@ def test_vlm_judge_rejects_other_settings_and_missing_images():
         judge.judge(list(_items()), {}, setting="No Figure")
     with pytest.raises(KeyError, match="images/x.png"):
         judge.judge(list(_items()), {})
+
+
+def test_text_judge_greedy_equals_the_reference_forward():
+    """TextJudge (greedy, prompt head cached per kind) picks the argmax verdict of an uncached forward pass
+    over the chat-wrapped release prompt + 'Judgement: [['; the ranking continues from the chosen letters."""
+    from jaxml.llm.local import LocalLLM
+
+    model, params, tok = tiny()
+    judge = lm_judges.TextJudge(LocalLLM(model, params, tok), temperature=0.0, batch_size=4)
+    vt = judge.tokens
+    score, pair, batch = _items()
+    replies = judge.judge([score, pair, batch], {}, setting="No Figure")
+    marker = "Here is the input:\n"
+
+    def ids(item):
+        chat = tok.apply_chat_template([{"role": "user", "content": judgements.build_prompt(item, "No Figure")}])
+        cut = chat.index(marker) + len(marker)
+        return tok.encode(chat[:cut]) + tok.encode(chat[cut:] + lm_judges.PREFIX, add_bos=False)
+
+    logits = full_logits(model, params, [ids(score), ids(pair)])
+    assert replies[0] == f"Judgement: [[{1 + int(np.argmax(logits[0, [vt.choice[c] for c in '12345']]))}]]"
+    assert replies[1] == f"Judgement: [[{'ABC'[int(np.argmax(logits[1, [vt.choice[c] for c in 'ABC']]))]}]]"
+    ranking = ""
+    row = ids(batch)
+    for _ in range(3):
+        left = [c for c in "ABCD" if c not in ranking]
+        lg = full_logits(model, params, [row])[0]
+        ranking += left[int(np.argmax(lg[[vt.choice[c] for c in left]]))]
+        row = ids(batch) + vt.target(ranking) + list(vt.sep)
+    ranking += next(c for c in "ABCD" if c not in ranking)
+    assert replies[2] == lm_judges.reply_text(ranking, "batch")
+    assert judgements.parse_for(batch, replies[2]) == ranking
+
+
+def test_score_distribution_is_the_softmax_over_the_five_score_tokens():
+    from jaxml.llm.local import LocalLLM
+
+    model, params, tok = tiny()
+    judge = lm_judges.TextJudge(LocalLLM(model, params, tok), batch_size=4)
+    score = _items()[0]
+    probs = judge.score_distribution([score, score], setting="No Figure")
+    marker = "Here is the input:\n"
+    chat = tok.apply_chat_template([{"role": "user", "content": judgements.build_prompt(score, "No Figure")}])
+    cut = chat.index(marker) + len(marker)
+    logits = full_logits(model, params, [tok.encode(chat[:cut]) + tok.encode(chat[cut:] + lm_judges.PREFIX,
+                                                                              add_bos=False)])[0]
+    z = logits[[judge.tokens.choice[c] for c in "12345"]].astype(np.float64)
+    want = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    np.testing.assert_allclose(probs, [want, want], atol=1e-5)
+    np.testing.assert_allclose(lm_judges.expected_scores(np.eye(5)), [1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match="score items only"):
+        judge.score_distribution([_items()[1]], setting="No Figure")
