@@ -163,7 +163,8 @@ def benchmark(config, workdir) -> Result:
     """Every local judge on the offline instance (see the module docstring)."""
     workdir = make_workdir(workdir)
     test = instance.build_instance("test", config.test_per_source, seed=config.seed + 1)
-    instance.write_instance(test, workdir / "instance") if not (workdir / "instance").exists() else None
+    if not (workdir / "instance").exists():
+        instance.write_instance(test, workdir / "instance")
     train_scenes = instance.make_scenes("train", config.expert.train_per_source, seed=config.seed + 2)
     expert, expert_metrics = train_expert(config, workdir / "expert", train_scenes, test.scenes)
     progress.log("vision expert on the test scenes: " + ", ".join(f"{k} {v:.3f}" for k, v in expert_metrics.items()))

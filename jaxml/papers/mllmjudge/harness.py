@@ -21,11 +21,10 @@ import pathlib
 import time
 from typing import Mapping, Optional, Sequence
 
-import cv2
 import numpy as np
 
 from jaxml import progress
-from jaxml.papers.mllmjudge import formats, judgements, metrics
+from jaxml.papers.mllmjudge import formats, instance, judgements, metrics
 
 RELEASE_FILES = {"score": ("score.jsonl", "Score.jsonl", "score_lite.jsonl"),
                  "pair": ("pair.jsonl", "Pair.jsonl", "pair_lite.jsonl"),
@@ -49,17 +48,7 @@ def load_release(directory: str | pathlib.Path, limit: Optional[int] = None
                 break
     if not items:
         raise FileNotFoundError(f"{directory}: none of {sorted(n for v in RELEASE_FILES.values() for n in v)}")
-    images = {}
-    for kind_items in items.values():
-        for it in kind_items:
-            if it.image_path in images:
-                continue
-            path = directory / it.image_path
-            img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-            if img is None:
-                raise FileNotFoundError(f"image {it.image_path!r} of a {formats.kind_of(it)} item is missing or "
-                                        f"unreadable at {path}")
-            images[it.image_path] = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    images = instance.load_images(directory, [it.image_path for v in items.values() for it in v])
     return items, images
 
 
@@ -73,7 +62,7 @@ def judge_items(judge, items: Sequence, images: Mapping[str, np.ndarray], *, set
     return list(replies), [judgements.parse_for(it, r) for it, r in zip(items, replies)]
 
 
-def _headline(kind: str, m: dict, group: str, name: Optional[str] = None) -> dict:
+def _headline(kind: str, m: dict, name: Optional[str] = None) -> dict:
     """One row of the metric table from `metrics.evaluate`'s result."""
     pick = (lambda d: d["overall"]) if name is None else (lambda d: d["by_dataset"][name])
     if kind == "score":
@@ -139,7 +128,7 @@ def run_benchmark(judge, items_by_kind: Mapping[str, Sequence], images: Mapping[
         datasets = [None] + sorted({it.original_dataset for it in items})
         for ds in datasets:
             row = {"judge": name, "setting": setting, "kind": kind, "dataset": ds or metrics.OVERALL,
-                   **_headline(kind, m, ds or metrics.OVERALL, ds)}
+                   **_headline(kind, m, ds)}
             if ds is None:
                 if consist is not None:
                     row["consistency"] = consist["agreement"]

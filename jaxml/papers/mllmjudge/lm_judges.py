@@ -41,6 +41,8 @@ import numpy as np
 import optax
 
 from jaxml.core.optim import make_optimizer
+from jaxml.llm import generate as generate_lib
+from jaxml.llm.base import SamplingOptions
 from jaxml.data.pipeline import ArraySource, Source
 from jaxml.models.llama import Llama
 from jaxml.papers.mllmjudge import formats, judgements
@@ -100,22 +102,11 @@ def reply_text(verdict, kind: str) -> str:
 
 def pick(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> np.ndarray:
     """Samples one index per row of `logits` [n, k] at `temperature` with nucleus `top_p`
-    (temperature 0: argmax). Rows may hold -inf for disallowed entries."""
-    logits = np.asarray(logits, np.float64)
-    if temperature == 0:
-        return logits.argmax(-1)
-    z = logits / temperature
-    z = z - z.max(-1, keepdims=True)
-    p = np.exp(z)
-    p /= p.sum(-1, keepdims=True)
-    out = np.empty(len(p), np.int64)
-    for i, row in enumerate(p):
-        order = np.argsort(-row, kind="stable")
-        cum = np.cumsum(row[order])
-        keep = order[:int(np.searchsorted(cum, top_p) + 1)]
-        q = row[keep] / row[keep].sum()
-        out[i] = keep[rng.choice(len(keep), p=q)]
-    return out
+    (temperature 0: argmax) through the shared sampler `jaxml.llm.generate.sample_logits`; the key
+    comes from `rng`. Rows may hold -inf for disallowed entries."""
+    key = jax.random.PRNGKey(int(rng.integers(2 ** 31)))
+    options = SamplingOptions(temperature=float(temperature), top_p=float(top_p))
+    return np.asarray(generate_lib.sample_logits(jnp.asarray(logits, jnp.float32), key, options)).astype(np.int64)
 
 
 # ------------------------------------------------------------------------------- LM forward
