@@ -1,0 +1,48 @@
+"""explain_generation (one forward, batched backward passes) against one `relevance` call per token."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxml.models.llama import Llama, LlamaConfig
+from jaxml.papers.attnlrp import explain
+
+CONFIG = LlamaConfig(vocab_size=40, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24, max_len=32,
+                     rope_theta=100.0)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model = Llama(CONFIG)
+    params = jax.jit(model.init)(jax.random.PRNGKey(3), jnp.zeros((1, 4), jnp.int32),
+                                 jnp.zeros((1, 4), jnp.int32))["params"]
+    return model, jax.tree_util.tree_map(lambda p: p * 2.0, params)
+
+
+@pytest.mark.parametrize("rules,chunk", [("attnlrp", 2), ("gradient", 8)])
+def test_equals_one_relevance_call_per_generated_token(tiny, rules, chunk):
+    model, params = tiny
+    rng = np.random.default_rng(0)
+    prompt, gen = rng.integers(0, 40, 5), rng.integers(0, 40, 5)
+    out = explain.explain_generation(model, params, prompt, gen, rules=rules, chunk=chunk)
+    p = len(prompt)
+    assert out.relevance.shape == (len(gen), p + len(gen))
+    for k in range(len(gen)):
+        seq = np.concatenate([prompt, gen[:k]])                       # what the model saw before token k
+        ids = jnp.asarray(seq[None], jnp.int32)
+        pos = jnp.arange(len(seq))[None]
+        want = explain.relevance(model, params, (ids, pos), target=[int(gen[k])], position=[len(seq) - 1],
+                                 rules=rules)
+        scale = np.abs(want.per_token("embeddings")).max()
+        np.testing.assert_allclose(out.relevance[k, :p + k], want.per_token("embeddings")[0], atol=2e-5 * scale)
+        np.testing.assert_allclose(out.target[k], want.target[0], rtol=1e-5)
+        assert (out.relevance[k, p + k:] == 0).all()                  # causal: no relevance from the future
+
+
+def test_bad_input(tiny):
+    model, params = tiny
+    with pytest.raises(ValueError, match="at least one generated token"):
+        explain.explain_generation(model, params, [1, 2], [])
+    with pytest.raises(ValueError, match="chunk"):
+        explain.explain_generation(model, params, [1, 2], [3], chunk=0)
