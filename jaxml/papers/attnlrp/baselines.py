@@ -11,13 +11,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.papers.attnlrp import explain
+from jaxml.nn.attention import dot_product_attention
+from jaxml.papers.attnlrp import explain, faithfulness
 from jaxml.papers.attnlrp.rules import resolve_rules
 
 
@@ -146,3 +149,135 @@ def attention_rollout(model, params, args, *, position, model_kwargs=None) -> np
 def random_relevance(shape, seed=0) -> np.ndarray:
     """Uniform [0, 1) noise of `shape`: the random baseline."""
     return np.random.default_rng(seed).random(shape)
+
+
+# ------------------------------------------------------------------------------------------------ AtMan
+
+
+def suppressed_key_attention(q, k, v, mask=None, *, factors, scale=None):
+    """Attention whose pre-softmax scores for key j are multiplied by `factors[b, j]` (AtMan's
+    H_{:, j} <- H_{:, j} (1 - f)). Scaling a score column equals scaling that key, so this is
+    `dot_product_attention` with k * factors.  factors: [batch, kv_len]."""
+    return dot_product_attention(q, k * factors[:, :, None, None].astype(k.dtype), v, mask, scale=scale)
+
+
+@functools.lru_cache(maxsize=8)
+def _atman_program(model, logits_fn):
+    def run(params, tokens, positions, target, position, factors):
+        ops = dataclasses.replace(model.ops, attention=functools.partial(suppressed_key_attention, factors=factors))
+        out = model.clone(ops=ops).apply({"params": params}, tokens, positions)
+        logp = jax.nn.log_softmax(logits_fn(out)[jnp.arange(tokens.shape[0]), position], -1)
+        return -logp[jnp.arange(tokens.shape[0]), target]          # cross-entropy of the target per row
+
+    return jax.jit(run)
+
+
+def atman(model, params, tokens, *, target, position, suppression: float = 0.9,
+          logits_fn=explain.default_logits) -> np.ndarray:
+    """AtMan (Deb et al., NeurIPS 2023): the relevance of token i is the increase of the target's
+    cross-entropy when every layer's and head's attention score to token i is multiplied by
+    (1 - suppression). One forward pass per token (batched per example): cost L forwards.
+
+    Args:
+      tokens: int [batch, len]; target, position: int [batch].
+    Returns:
+      float32 [batch, len].
+    """
+    tokens = np.asarray(tokens)
+    b, n = tokens.shape
+    if not 0.0 <= suppression <= 1.0:
+        raise ValueError(f"suppression={suppression}: must be in [0, 1]")
+    run = _atman_program(model, logits_fn)
+    factors = np.ones((n + 1, n), np.float32)
+    factors[np.arange(1, n + 1), np.arange(n)] = 1.0 - suppression     # row 0: nothing suppressed
+    out = np.zeros((b, n), np.float32)
+    positions = np.broadcast_to(np.arange(n), (n + 1, n))
+    for i in range(b):
+        ce = np.asarray(run(params, jnp.asarray(np.broadcast_to(tokens[i], (n + 1, n))), jnp.asarray(positions),
+                            jnp.full((n + 1,), int(np.asarray(target)[i]), jnp.int32),
+                            jnp.full((n + 1,), int(np.asarray(position)[i]), jnp.int32), jnp.asarray(factors)))
+        out[i] = ce[1:] - ce[0]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ KernelSHAP
+
+
+def shapley_kernel_weight(m: int, size) -> np.ndarray:
+    """The Shapley kernel pi(z) = (M - 1) / (C(M, |z|) |z| (M - |z|)) for coalition sizes 0 < |z| < M."""
+    from scipy.special import comb
+    size = np.asarray(size)
+    return (m - 1) / (comb(m, size) * size * (m - size))
+
+
+def coalitions(m: int, budget: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(masks bool [S, M], weights [S]) of coalitions other than the empty and full one.
+
+    budget >= 2^M - 2: every coalition with its kernel weight (exact Shapley values). Otherwise
+    `budget` coalitions in complementary pairs, sizes drawn with probability proportional to the
+    kernel's total weight per size, members uniformly; equal weights (the sampling carries the kernel).
+    """
+    if m < 2:
+        raise ValueError(f"KernelSHAP needs at least 2 features, got {m}")
+    if budget < 2:
+        raise ValueError(f"budget={budget}: need at least 2 coalitions")
+    if budget >= 2 ** m - 2:
+        ints = np.arange(1, 2 ** m - 1)
+        masks = ((ints[:, None] >> np.arange(m)) & 1).astype(bool)
+        return masks, shapley_kernel_weight(m, masks.sum(1))
+    rng = np.random.default_rng(seed)
+    sizes = np.arange(1, m)
+    p = shapley_kernel_weight(m, sizes) * np.array([math.comb(m, int(k)) for k in sizes])
+    p = p / p.sum()
+    masks = []
+    while len(masks) < budget:
+        k = int(rng.choice(sizes, p=p))
+        z = np.zeros(m, bool)
+        z[rng.choice(m, k, replace=False)] = True
+        masks.append(z)
+        if len(masks) < budget:
+            masks.append(~z)
+    return np.asarray(masks), np.ones(len(masks))
+
+
+def kernel_shap_solve(masks, values, f_empty: float, f_full: float, weights) -> np.ndarray:
+    """phi [M] minimising sum_s w_s (v(z_s) - f_empty - z_s . phi)^2 subject to sum(phi) = f_full - f_empty
+    (the last feature eliminated by the constraint, then weighted least squares)."""
+    z = np.asarray(masks, np.float64)
+    v = np.asarray(values, np.float64)
+    w = np.asarray(weights, np.float64)
+    total = f_full - f_empty
+    y = v - f_empty - z[:, -1] * total
+    x = z[:, :-1] - z[:, -1:]
+    sw = np.sqrt(w)[:, None]
+    head, *_ = np.linalg.lstsq(x * sw, y * sw[:, 0], rcond=None)
+    return np.concatenate([head, [total - head.sum()]])
+
+
+def kernel_shap(model, params, args, values, *, target, position, budget: int = 256, seed: int = 0,
+                baseline=None, point: str = "embeddings", model_kwargs=None, logits_fn=explain.default_logits,
+                chunk: int = 64) -> np.ndarray:
+    """KernelSHAP (Lundberg & Lee 2017) over tokens: a coalition keeps its tokens' values at `point`
+    and replaces the others by `baseline` (default zeros: the faithfulness test's removal); the
+    target logit is the value function. Cost: budget + 2 forward passes per example.
+
+    Args:
+      values: float [batch, len, features], the values at `point` (e.g. `Explanation.values`).
+    Returns:
+      float32 [batch, len].
+    """
+    values = np.asarray(values)
+    b, n = values.shape[:2]
+    masks, weights = coalitions(n, budget, seed)
+    full = np.concatenate([np.zeros((1, n), bool), np.ones((1, n), bool), masks])     # empty, full, sampled
+    base = np.zeros_like(values) if baseline is None else np.broadcast_to(np.asarray(baseline, values.dtype),
+                                                                          values.shape)
+    out = np.zeros((b, n), np.float32)
+    for i in range(b):
+        removed = ~full
+        examples = np.full(len(full), i)
+        f = faithfulness.replaced_logits(model, params, args, values, base, examples, removed, target=target,
+                                         position=position, point=point, model_kwargs=model_kwargs,
+                                         logits_fn=logits_fn, chunk=chunk)
+        out[i] = kernel_shap_solve(masks, f[2:], f[0], f[1], weights)
+    return out

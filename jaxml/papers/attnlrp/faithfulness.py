@@ -98,6 +98,15 @@ def curves_for_methods(model, params, args, values: np.ndarray, scores: dict[str
 def _perturbed_logits(model, params, args, values, examples, removed, *, target, position, point, model_kwargs,
                       logits_fn, chunk) -> np.ndarray:
     """The target logit of example `examples[r]` with the positions `removed[r]` zeroed at `point`, per row r."""
+    return replaced_logits(model, params, args, values, np.zeros_like(values), examples, removed, target=target,
+                           position=position, point=point, model_kwargs=model_kwargs, logits_fn=logits_fn,
+                           chunk=chunk)
+
+
+def replaced_logits(model, params, args, values, replacement, examples, removed, *, target, position, point,
+                    model_kwargs, logits_fn, chunk) -> np.ndarray:
+    """The target logit of example `examples[r]` with the values at the positions `removed[r]` of `point`
+    replaced by `replacement` (same shape as `values`), per row r."""
     run = _forward(model, point, logits_fn)
     kwargs = dict(model_kwargs or {})
     args = tuple(np.asarray(a) for a in args)
@@ -110,7 +119,7 @@ def _perturbed_logits(model, params, args, values, examples, removed, *, target,
         pad = chunk - len(idx)    # a fixed batch shape keeps one compiled program
         take = np.concatenate([idx, np.full(pad, idx[0], int)])
         mask = np.concatenate([removed[s:s + chunk], np.zeros((pad,) + removed.shape[1:], bool)])
-        shift = -values[take] * mask[..., None]
+        shift = (replacement[take] - values[take]) * mask[..., None]
         p = None if position is None else jnp.asarray(position[take])
         chunk_args, chunk_kwargs = tuple(a[take] for a in args), {k: v[take] for k, v in kwargs.items()}
         spec = perturbation_spec(model, params, chunk_args, chunk_kwargs)
