@@ -170,3 +170,33 @@ def clearly_positive(mean: float, se: float, k: float = 2.0) -> bool | None:
     if not np.isfinite(se) or not np.isfinite(mean):
         return None
     return bool(mean > k * se)
+
+
+def curve_areas(curves: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-example areas under the MoRF and the LeRF curve (trapezoid rule over the fractions) and
+    their difference (LeRF - MoRF, the area between the curves). A faithful method has a small MoRF
+    area (the logit falls fast when its most relevant tokens go) and a large LeRF area."""
+    f = curves["fractions"]
+    area = lambda y: ((y[:, 1:] + y[:, :-1]) / 2 * np.diff(f)).sum(-1)
+    morf, lerf = area(curves["morf"]), area(curves["lerf"])
+    return {"morf": morf, "lerf": lerf, "abc": lerf - morf}
+
+
+def paired_bootstrap_ci(a, b, *, level: float = 0.95, resamples: int = 10_000, seed: int = 0
+                        ) -> tuple[float, float, float]:
+    """(mean of a - b, lower, upper): the percentile bootstrap interval of the mean paired difference
+    over examples (the same examples resampled for both methods)."""
+    if np.shape(a) != np.shape(b):
+        raise ValueError(f"paired_bootstrap_ci: a {np.shape(a)} and b {np.shape(b)} must pair up example by example")
+    d = np.asarray(a, np.float64).ravel() - np.asarray(b, np.float64).ravel()
+    if d.size < 2:
+        raise ValueError(f"paired_bootstrap_ci needs at least 2 paired examples, got {d.size}")
+    if not 0 < level < 1:
+        raise ValueError(f"level={level}: must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for s in range(0, resamples, 1000):                   # bounded memory for large n
+        k = min(1000, resamples - s)
+        means[s:s + k] = d[rng.integers(0, d.size, (k, d.size))].mean(1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(d.mean()), float(lo), float(hi)

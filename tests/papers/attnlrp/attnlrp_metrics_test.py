@@ -107,3 +107,28 @@ def test_conservation_is_reported_not_judged():
     c = claims.conservation_claim({"conservation_mean": 0.39, "conservation_median": 0.38, "conservation_min": 0.15,
                                    "conservation_max": 0.8}, "SmolLM2-135M, 200 prefixes")
     assert c.verdict == NOT_COMPARABLE and "median 0.38 (mean 0.39, range 0.15 to 0.80)" in c.ours
+
+
+def test_curve_areas_by_hand():
+    from jaxml.papers.attnlrp import faithfulness as fa
+    curves = {"fractions": np.array([0.0, 0.5, 1.0]), "morf": np.array([[4.0, 1.0, 0.0]]),
+              "lerf": np.array([[4.0, 3.0, 0.0]])}
+    a = fa.curve_areas(curves)
+    # trapezoids: MoRF (4+1)/2*.5 + (1+0)/2*.5 = 1.5; LeRF (4+3)/4 + 3/4 = 2.5
+    np.testing.assert_allclose([a["morf"][0], a["lerf"][0], a["abc"][0]], [1.5, 2.5, 1.0])
+    np.testing.assert_allclose(a["abc"], fa.area_between_curves(curves))
+
+
+def test_paired_bootstrap_ci_matches_the_normal_interval_and_collapses_for_a_constant_difference():
+    from jaxml.papers.attnlrp import faithfulness as fa
+    rng = np.random.default_rng(0)
+    a = rng.normal(1.0, 1.0, 4000)
+    b = a - 0.3 - rng.normal(0.0, 0.5, 4000)        # paired: the shared part cancels
+    mean, lo, hi = fa.paired_bootstrap_ci(a, b, resamples=4000)
+    d = a - b
+    se = d.std(ddof=1) / np.sqrt(d.size)
+    assert mean == pytest.approx(d.mean())
+    assert lo == pytest.approx(d.mean() - 1.96 * se, abs=0.15 * se) and hi == pytest.approx(d.mean() + 1.96 * se, abs=0.15 * se)
+    assert fa.paired_bootstrap_ci(a, a - 2.0, resamples=200) == pytest.approx((2.0, 2.0, 2.0))
+    with pytest.raises(ValueError, match="pair up"):
+        fa.paired_bootstrap_ci(a, b[:10])
