@@ -36,13 +36,28 @@ class Prefixes:
     positions: np.ndarray
     corpus: list[str]
     sentence: list[str]
+    bos: bool = False
+
+    def removable(self) -> np.ndarray:
+        """bool [n, length]: the tokens a perturbation test may remove (never padding, never the BOS)."""
+        out = self.valid.copy()
+        if self.bos:
+            out[np.arange(len(out)), out.argmax(1)] = False
+        return out
 
 
 def sample_prefixes(tokenizer, corpora=("austen", "shakespeare"), n: int = 200, length: int = 24,
-                    min_tokens: int = 8, seed: int = 0) -> Prefixes:
+                    min_tokens: int = 8, seed: int = 0, bos: bool = False) -> Prefixes:
     """`n` prefixes (split evenly over `corpora`) of held-out sentences with at least `min_tokens + 1`
     tokens, each cut at a random length in [min_tokens, min(length, tokens - 1)] so that the next
-    token exists; left-padded with the pad id to `length`."""
+    token exists; left-padded with the pad id to `length`.
+
+    bos: prepend the tokenizer's BOS id (for SmolLM2 `<|endoftext|>`, its start-of-text) to every
+    prefix, as LLaMA-2's `<s>` in the paper: the attention sink is then a token the perturbation
+    test never removes (`Prefixes.removable`). The same sentences and cuts are drawn either way (a
+    prefix that fills `length` gives up its last token to the BOS), so the two modes explain the same text."""
+    if bos and length < min_tokens + 1:
+        raise ValueError(f"length={length} leaves no room for a BOS before {min_tokens} tokens")
     rng = np.random.default_rng(seed)
     rows, corp, sents = [], [], []
     per = [n // len(corpora) + (i < n % len(corpora)) for i in range(len(corpora))]
@@ -55,7 +70,7 @@ def sample_prefixes(tokenizer, corpora=("austen", "shakespeare"), n: int = 200, 
             if len(ids) < min_tokens + 1:
                 continue
             cut = int(rng.integers(min_tokens, min(length, len(ids) - 1) + 1))
-            rows.append(ids[:cut])
+            rows.append(([tokenizer.bos_id] if bos else []) + ids[:cut - 1 if bos and cut == length else cut])
             corp.append(corpus)
             sents.append(sentences[i])
             taken += 1
@@ -69,4 +84,4 @@ def sample_prefixes(tokenizer, corpora=("austen", "shakespeare"), n: int = 200, 
         tokens[r, length - len(ids):] = ids
         valid[r, length - len(ids):] = True
     positions = np.maximum(np.cumsum(valid, 1) - 1, 0).astype(np.int32)
-    return Prefixes(tokens, valid, positions, corp, sents)
+    return Prefixes(tokens, valid, positions, corp, sents, bos)
