@@ -93,3 +93,30 @@ def pixels_png(path: str | pathlib.Path, images: np.ndarray, heatmaps: np.ndarra
         for ax in axes[:, i]:
             ax.axis("off")
     return pathlib.Path(save_figure(fig, path, dpi=110))
+
+
+def generation_png(path: str | pathlib.Path, tokens: Sequence[str], relevance: np.ndarray, prompt_length: int,
+                   title: str = "") -> pathlib.Path:
+    """The relevance matrix of an explained generation (`explain.explain_generation`): one row per
+    generated token, one column per prompt or earlier token, each row scaled by its largest |value|
+    (red positive, blue negative); the line marks the end of the prompt."""
+    plt = pyplot()
+    rel = np.asarray(relevance, np.float64)
+    g, n = rel.shape
+    if len(tokens) != n or not 0 < prompt_length <= n - g + 1 or n - prompt_length != g:
+        raise ValueError(f"generation_png: {len(tokens)} tokens, relevance {rel.shape}, prompt_length "
+                         f"{prompt_length}: need [generated, prompt + generated] with generated = tokens - prompt")
+    scaled = rel / np.maximum(np.abs(rel).max(1, keepdims=True), 1e-30)
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.28 * n + 1.5), max(2.0, 0.28 * g + 1.2)))
+    ax.imshow(scaled, cmap="bwr", vmin=-1, vmax=1, aspect="auto")
+    labels = [t.replace("\n", "\\n") for t in tokens]
+    ax.set_xticks(range(n))
+    ax.set_xticklabels(labels, rotation=90, fontsize=7, family="monospace")
+    ax.set_yticks(range(g))
+    ax.set_yticklabels(labels[prompt_length:], fontsize=7, family="monospace")
+    ax.axvline(prompt_length - 0.5, color="k", lw=0.8)
+    ax.set_xlabel("explaining token")
+    ax.set_ylabel("generated token")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return pathlib.Path(save_figure(fig, path))

@@ -46,3 +46,13 @@ def test_bad_input(tiny):
         explain.explain_generation(model, params, [1, 2], [])
     with pytest.raises(ValueError, match="chunk"):
         explain.explain_generation(model, params, [1, 2], [3], chunk=0)
+
+
+def test_generation_heatmap_is_written_and_checks_shapes(tiny, tmp_path):
+    from jaxml.papers.attnlrp import heatmap
+    model, params = tiny
+    out = explain.explain_generation(model, params, [1, 2, 3], [4, 5])
+    path = heatmap.generation_png(tmp_path / "g.png", [f"t{i}" for i in range(5)], out.relevance, 3)
+    assert path.stat().st_size > 0
+    with pytest.raises(ValueError, match="prompt_length"):
+        heatmap.generation_png(tmp_path / "h.png", ["a"] * 5, out.relevance, 2)
