@@ -85,3 +85,17 @@ def sample_prefixes(tokenizer, corpora=("austen", "shakespeare"), n: int = 200, 
         valid[r, length - len(ids):] = True
     positions = np.maximum(np.cumsum(valid, 1) - 1, 0).astype(np.int32)
     return Prefixes(tokens, valid, positions, corp, sents, bos)
+
+
+def mean_embedding(embedding: np.ndarray, tokenizer, corpora=("austen", "shakespeare"), max_sentences: int = 2000,
+                   split_seed: int = 0) -> np.ndarray:
+    """The mean input embedding over the token occurrences of held-out sentences: the second
+    replacement value of the perturbation test (with it, no method's baseline equals the removal,
+    unlike the zero embedding, which is Integrated Gradients' baseline).  embedding: [vocab, d] -> [d]."""
+    counts = np.zeros(embedding.shape[0], np.float64)
+    for corpus in corpora:
+        for s in held_out_sentences(corpus, split_seed)[:max_sentences]:
+            np.add.at(counts, np.asarray(tokenizer.encode(s), np.int64), 1.0)
+    if counts.sum() == 0:
+        raise ValueError(f"mean_embedding: no tokens in {corpora}")
+    return (counts @ np.asarray(embedding, np.float64) / counts.sum()).astype(np.float32)

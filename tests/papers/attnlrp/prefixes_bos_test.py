@@ -22,3 +22,15 @@ def test_bos_prefixes_add_a_protected_start_token():
         first = np.argmax(bos.valid[r])
         assert not bos.removable()[r, first] and bos.removable()[r, first + 1:].all()
     np.testing.assert_array_equal(plain.removable(), plain.valid)
+
+
+class _Tok:
+    def encode(self, s):
+        return [int(c) for c in s.split()]
+
+
+def test_mean_embedding_weights_rows_by_occurrence(monkeypatch):
+    monkeypatch.setattr(data, "held_out_sentences", lambda corpus, split_seed=0: ("0 1 1", "2") if corpus == "a" else ("1",))
+    table = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+    got = data.mean_embedding(table, _Tok(), corpora=("a", "b"))
+    np.testing.assert_allclose(got, (table[0] + 3 * table[1] + table[2]) / 5)      # token 1 occurs 3 times in 5
