@@ -59,8 +59,12 @@ def perturbation_curves(model, params, args, values: np.ndarray, scores: np.ndar
 
 def curves_for_methods(model, params, args, values: np.ndarray, scores: dict[str, np.ndarray], valid: np.ndarray, *,
                        target, position=None, point="embeddings", fractions=np.linspace(0, 1, 9),
-                       model_kwargs=None, logits_fn=default_logits, chunk=64) -> dict[str, dict[str, np.ndarray]]:
+                       model_kwargs=None, logits_fn=default_logits, chunk=64,
+                       replacement=None) -> dict[str, dict[str, np.ndarray]]:
     """`perturbation_curves` for several methods' scores on the same batch, {method: curves}.
+
+    `replacement`: what a removed position's value becomes, broadcastable to `values` (default
+    zeros; e.g. `data.mean_embedding`, which no method uses as its baseline).
 
     Each distinct perturbed input (example, set of zeroed positions) is evaluated once: nothing
     removed and everything removed are shared by MoRF, LeRF and all methods, and so is any other
@@ -89,18 +93,12 @@ def curves_for_methods(model, params, args, values: np.ndarray, scores: dict[str
                         row_removed.append(removed)
                     index[b, j] = rows[key]
             plan[method][name] = index
-    logits = _perturbed_logits(model, params, args, values, np.asarray(row_example), np.asarray(row_removed),
-                               target=target, position=position, point=point, model_kwargs=model_kwargs,
-                               logits_fn=logits_fn, chunk=chunk)
+    fill = np.zeros_like(values) if replacement is None else np.broadcast_to(
+        np.asarray(replacement, values.dtype), values.shape)
+    logits = replaced_logits(model, params, args, values, fill, np.asarray(row_example), np.asarray(row_removed),
+                             target=target, position=position, point=point, model_kwargs=model_kwargs,
+                             logits_fn=logits_fn, chunk=chunk)
     return {m: {"morf": logits[p["morf"]], "lerf": logits[p["lerf"]], "fractions": fractions} for m, p in plan.items()}
-
-
-def _perturbed_logits(model, params, args, values, examples, removed, *, target, position, point, model_kwargs,
-                      logits_fn, chunk) -> np.ndarray:
-    """The target logit of example `examples[r]` with the positions `removed[r]` zeroed at `point`, per row r."""
-    return replaced_logits(model, params, args, values, np.zeros_like(values), examples, removed, target=target,
-                           position=position, point=point, model_kwargs=model_kwargs, logits_fn=logits_fn,
-                           chunk=chunk)
 
 
 def replaced_logits(model, params, args, values, replacement, examples, removed, *, target, position, point,

@@ -116,9 +116,9 @@ def test_curves_for_several_methods_share_the_common_rows(tiny, monkeypatch):
     up = np.tile(np.arange(8.0), (2, 1))
     scores = {"up": up, "down": -up}   # MoRF of one is LeRF of the other
     rows = []
-    real = faithfulness._perturbed_logits
-    monkeypatch.setattr(faithfulness, "_perturbed_logits",
-                        lambda *a, **k: rows.append(len(a[4])) or real(*a, **k))
+    real = faithfulness.replaced_logits
+    monkeypatch.setattr(faithfulness, "replaced_logits",
+                        lambda *a, **k: rows.append(len(a[5])) or real(*a, **k))
     kw = dict(target=target, position=position, fractions=np.linspace(0, 1, 5), chunk=16)
     both = faithfulness.curves_for_methods(model, params, args, expl.values["embeddings"], scores, valid, **kw)
     # Per example: nothing / everything removed (2) + 3 inner steps of "up" MoRF and of "up" LeRF
@@ -129,3 +129,24 @@ def test_curves_for_several_methods_share_the_common_rows(tiny, monkeypatch):
         for order in ("morf", "lerf"):
             np.testing.assert_allclose(both[name][order], one[order], rtol=1e-6)
     np.testing.assert_allclose(both["up"]["morf"], both["down"]["lerf"], rtol=1e-6)
+
+
+def test_curves_with_a_replacement_value_end_at_the_replaced_input(tiny):
+    model, params, args = tiny
+    target, position = np.asarray([7, 11]), np.asarray([7, 7])
+    expl = explain.relevance(model, params, args, target=target, position=position)
+    fill = np.full(expl.values["embeddings"].shape[-1], 0.3, np.float32)
+    c = faithfulness.perturbation_curves(model, params, args, expl.values["embeddings"], np.ones((2, 8)),
+                                         np.ones((2, 8), bool), target=target, position=position,
+                                         fractions=np.linspace(0, 1, 3), chunk=8)
+    r = faithfulness.curves_for_methods(model, params, args, expl.values["embeddings"], {"m": np.ones((2, 8))},
+                                        np.ones((2, 8), bool), target=target, position=position,
+                                        fractions=np.linspace(0, 1, 3), chunk=8, replacement=fill)["m"]
+    np.testing.assert_allclose(r["morf"][:, 0], c["morf"][:, 0], rtol=1e-6)       # nothing removed: the same
+    emb = np.broadcast_to(fill, expl.values["embeddings"].shape)
+    shift = emb - expl.values["embeddings"]
+    want = np.asarray(faithfulness._forward(model, "embeddings", explain.default_logits)(
+        params, args, {}, jnp.asarray(target), jnp.asarray(position),
+        explain.perturbation_spec(model, params, args, {}), jnp.asarray(shift)))
+    np.testing.assert_allclose(r["morf"][:, -1], want, rtol=1e-5, atol=1e-5)      # everything replaced by `fill`
+    assert not np.allclose(r["morf"][:, -1], c["morf"][:, -1])
