@@ -162,40 +162,44 @@ def suppressed_key_attention(q, k, v, mask=None, *, factors, scale=None):
 
 
 @functools.lru_cache(maxsize=8)
-def _atman_program(model, logits_fn):
-    def run(params, tokens, positions, target, position, factors):
+def _atman_program(model, logits_fn, kwarg_names: tuple[str, ...]):
+    def run(params, args, kwargs, target, position, factors):
         ops = dataclasses.replace(model.ops, attention=functools.partial(suppressed_key_attention, factors=factors))
-        out = model.clone(ops=ops).apply({"params": params}, tokens, positions)
-        logp = jax.nn.log_softmax(logits_fn(out)[jnp.arange(tokens.shape[0]), position], -1)
-        return -logp[jnp.arange(tokens.shape[0]), target]          # cross-entropy of the target per row
+        out = model.clone(ops=ops).apply({"params": params}, *args, **kwargs)
+        rows = jnp.arange(factors.shape[0])
+        logp = jax.nn.log_softmax(logits_fn(out)[rows, position], -1)
+        return -logp[rows, target]          # cross-entropy of the target per row
 
     return jax.jit(run)
 
 
-def atman(model, params, tokens, *, target, position, suppression: float = 0.9,
+def atman(model, params, args, *, target, position, suppression: float = 0.9, model_kwargs=None,
           logits_fn=explain.default_logits) -> np.ndarray:
     """AtMan (Deb et al., NeurIPS 2023): the relevance of token i is the increase of the target's
     cross-entropy when every layer's and head's attention score to token i is multiplied by
-    (1 - suppression). One forward pass per token (batched per example): cost L forwards.
+    (1 - suppression). One forward pass per token, batched per example: cost `len` forwards.
 
     Args:
-      tokens: int [batch, len]; target, position: int [batch].
+      args: the model inputs (e.g. `(tokens [batch, len], positions [batch, len])`); model_kwargs
+        e.g. `key_valid=`; target, position: int [batch].
     Returns:
-      float32 [batch, len].
+      float32 [batch, len] (padding positions get whatever suppressing a masked key does: nothing).
     """
-    tokens = np.asarray(tokens)
-    b, n = tokens.shape
     if not 0.0 <= suppression <= 1.0:
         raise ValueError(f"suppression={suppression}: must be in [0, 1]")
-    run = _atman_program(model, logits_fn)
+    args = tuple(np.asarray(a) for a in args)
+    kwargs = {k: np.asarray(v) for k, v in dict(model_kwargs or {}).items()}
+    b, n = args[0].shape[:2]
+    run = _atman_program(model, logits_fn, tuple(sorted(kwargs)))
     factors = np.ones((n + 1, n), np.float32)
     factors[np.arange(1, n + 1), np.arange(n)] = 1.0 - suppression     # row 0: nothing suppressed
+    target, position = np.asarray(target), np.asarray(position)
     out = np.zeros((b, n), np.float32)
-    positions = np.broadcast_to(np.arange(n), (n + 1, n))
+    tile = lambda x, i: jnp.asarray(np.broadcast_to(x[i], (n + 1,) + x.shape[1:]))
     for i in range(b):
-        ce = np.asarray(run(params, jnp.asarray(np.broadcast_to(tokens[i], (n + 1, n))), jnp.asarray(positions),
-                            jnp.full((n + 1,), int(np.asarray(target)[i]), jnp.int32),
-                            jnp.full((n + 1,), int(np.asarray(position)[i]), jnp.int32), jnp.asarray(factors)))
+        ce = np.asarray(run(params, tuple(tile(a, i) for a in args), {k: tile(v, i) for k, v in kwargs.items()},
+                            jnp.full((n + 1,), int(target[i]), jnp.int32),
+                            jnp.full((n + 1,), int(position[i]), jnp.int32), jnp.asarray(factors)))
         out[i] = ce[1:] - ce[0]
     return out
 

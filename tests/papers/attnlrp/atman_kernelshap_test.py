@@ -1,6 +1,7 @@
 """AtMan and KernelSHAP against hand-computed values: a numpy softmax with a scaled score column, the
 exact Shapley values by enumeration, and an additive value function."""
 
+import dataclasses
 import itertools
 import math
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxml.models.llama import Llama, LlamaConfig
+from jaxml.nn.attention import dot_product_attention
 from jaxml.papers.attnlrp import baselines, explain, faithfulness
 
 CONFIG = LlamaConfig(vocab_size=30, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24, max_len=16,
@@ -42,12 +44,23 @@ def test_suppressed_attention_scales_one_score_column():
 def test_atman_is_zero_without_suppression_and_batches_consistently(tiny):
     model, params = tiny
     tokens = np.random.default_rng(1).integers(0, 30, (2, 5))
+    args = (tokens, np.broadcast_to(np.arange(5), (2, 5)))
     target, position = np.array([3, 7]), np.array([4, 4])
-    assert (baselines.atman(model, params, tokens, target=target, position=position, suppression=0.0) == 0).all()
-    both = baselines.atman(model, params, tokens, target=target, position=position)
-    one = baselines.atman(model, params, tokens[1:], target=target[1:], position=position[1:])
+    assert (baselines.atman(model, params, args, target=target, position=position, suppression=0.0) == 0).all()
+    both = baselines.atman(model, params, args, target=target, position=position)
+    one = baselines.atman(model, params, tuple(a[1:] for a in args), target=target[1:], position=position[1:])
     np.testing.assert_allclose(both[1], one[0], rtol=1e-5, atol=1e-6)
     assert np.abs(both).max() > 0
+    # full suppression of one key = that key's scores set to 0 = the key zeroed: check each token
+    full = baselines.atman(model, params, args, target=target, position=position, suppression=1.0)
+    plain = model.apply({"params": params}, *map(jnp.asarray, args))[0]
+    ce = lambda lg: -np.asarray(jax.nn.log_softmax(lg[np.arange(2), position], -1))[np.arange(2), target]
+    for j in range(5):
+        ops = dataclasses.replace(model.ops, attention=lambda q, k, v, mask=None, j=j: dot_product_attention(
+            q, k.at[:, j].set(0.0), v, mask))
+        logits = model.clone(ops=ops).apply({"params": params}, *map(jnp.asarray, args))[0]
+        np.testing.assert_allclose(full[:, j], ce(logits) - ce(plain), rtol=1e-4, atol=2e-5)
+    assert np.abs(full).max() > 1.0
 
 
 def test_kernel_shap_with_every_coalition_equals_exact_shapley_values(tiny):
@@ -90,4 +103,4 @@ def test_errors():
     with pytest.raises(ValueError, match="at least 2 features"):
         baselines.coalitions(1, 10)
     with pytest.raises(ValueError, match="suppression"):
-        baselines.atman(None, None, np.zeros((1, 3), int), target=[0], position=[2], suppression=1.5)
+        baselines.atman(None, None, (np.zeros((1, 3), int),), target=[0], position=[2], suppression=1.5)
