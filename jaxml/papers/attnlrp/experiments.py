@@ -29,16 +29,17 @@ from jaxml.nn.ops import DEFAULT_OPS, Ops
 from jaxml.papers.attnlrp import baselines, claims, data, explain, faithfulness, heatmap
 
 LLM_METHODS = ("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
-               "attention_rollout", "random")
+               "attention_rollout", "atman", "kernel_shap", "random")
 VIT_METHODS = ("attnlrp_gamma", "attnlrp", "cp_lrp_gamma", "gradient_x_input", "integrated_gradients",
                "smoothgrad", "random")
 
 
 def explain_scores(method: str, model, params, args, kwargs, target, position, config, point="embeddings",
-                   seed=0, shape=None) -> np.ndarray:
+                   seed=0, shape=None, values=None) -> np.ndarray:
     """Relevance per position [batch, len] from one method (sum over the feature axis).
 
-    `shape` ([batch, len] at `point`) is needed by the random baseline only.
+    `shape` ([batch, len] at `point`) is needed by the random baseline only, `values` (the
+    activations at `point`) by KernelSHAP only (config.shap_budget coalitions, replacement zero).
     """
     common = dict(target=target, position=position, model_kwargs=kwargs)
     if method in ("attnlrp_gamma", "cp_lrp_gamma"):   # the gamma rule on every Linear layer (ViT)
@@ -55,6 +56,14 @@ def explain_scores(method: str, model, params, args, kwargs, target, position, c
                                     noise=config.smoothgrad_noise, seed=seed, chunk=config.ig_chunk, **common).sum(-1)
     if method == "attention_rollout":
         return baselines.attention_rollout(model, params, args, position=position, model_kwargs=kwargs)
+    if method == "atman":
+        return baselines.atman(model, params, args, target=target, position=position,
+                               suppression=config.atman_suppression, model_kwargs=kwargs)
+    if method == "kernel_shap":
+        if values is None:
+            raise ValueError("KernelSHAP needs values= (the activations at the explanation point)")
+        return baselines.kernel_shap(model, params, args, values, target=target, position=position,
+                                     budget=config.shap_budget, seed=seed, point=point, model_kwargs=kwargs)
     if method == "random":
         if shape is None:
             raise ValueError("the random baseline needs shape=[batch, len]")
@@ -88,12 +97,32 @@ class _Collector:
     def __init__(self, methods):
         self.abc = {m: [] for m in methods}
         self.curves = {m: [] for m in methods}
+        self.areas = {m: {"morf": [], "lerf": []} for m in methods}
 
     def add(self, curves: dict[str, dict[str, np.ndarray]], real: int):
         for m, c in curves.items():
             c = {"morf": c["morf"][:real], "lerf": c["lerf"][:real], "fractions": c["fractions"]}
             self.abc[m].append(faithfulness.area_between_curves(c))
             self.curves[m].append(c)
+            a = faithfulness.curve_areas(c)
+            self.areas[m]["morf"].append(a["morf"])
+            self.areas[m]["lerf"].append(a["lerf"])
+
+    def area_metrics(self, reference: str = "attnlrp", resamples: int = 2000) -> dict[str, float]:
+        """Mean MoRF and LeRF areas per method, and the paired 95% bootstrap interval of the area
+        between the curves, reference minus each other method."""
+        out = {}
+        abc = {m: np.concatenate(v) for m, v in self.abc.items() if v}
+        for m, a in self.areas.items():
+            if a["morf"]:
+                out[f"morf_area_{m}"] = float(np.concatenate(a["morf"]).mean())
+                out[f"lerf_area_{m}"] = float(np.concatenate(a["lerf"]).mean())
+        if reference in abc and len(abc[reference]) > 1:
+            for m, v in abc.items():
+                if m != reference:
+                    _, lo, hi = faithfulness.paired_bootstrap_ci(abc[reference], v, resamples=resamples)
+                    out[f"{reference}_minus_{m}_ci_lo"], out[f"{reference}_minus_{m}_ci_hi"] = lo, hi
+        return out
 
     def result(self):
         abc = {m: np.concatenate(v) for m, v in self.abc.items() if v}
@@ -145,7 +174,11 @@ def faithfulness_llm(config, workdir) -> Result:
     model, params, tok = smollm2(config.model_layers)
     n = config.num_examples
     prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=n, length=config.length,
-                                    min_tokens=config.min_tokens, seed=config.seed)
+                                    min_tokens=config.min_tokens, seed=config.seed, bos=config.bos)
+    if config.replacement not in ("zero", "mean"):
+        raise ValueError(f"replacement={config.replacement!r}; accepted 'zero', 'mean'")
+    fill = (None if config.replacement == "zero"
+            else data.mean_embedding(np.asarray(params["embed"]["embedding"]), tok, tuple(config.corpora)))
     methods = tuple(config.methods)
     if methods[0] != "attnlrp":
         raise ValueError(f"faithfulness_llm: methods must start with 'attnlrp' (the reference), got {methods}")
@@ -167,15 +200,16 @@ def faithfulness_llm(config, workdir) -> Result:
         scores = {"attnlrp": lrp.per_token("embeddings")}
         for m in methods[1:]:
             seconds, scores[m] = call_seconds(lambda: explain_scores(
-                m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2]))
+                m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2],
+                values=values))
             times[m].append(seconds)
-        removable = prefixes.valid[take].copy()
+        removable = prefixes.removable()[take]
         if config.protect_first:   # keep each prefix's first token (the attention sink) in place
             removable[np.arange(len(removable)), removable.argmax(1)] = False
         collect.add(faithfulness.curves_for_methods(
             model, params, args, values, {m: np.asarray(s, np.float32) for m, s in scores.items()}, removable,
-            target=target, position=position, fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk),
-            real)
+            target=target, position=position, fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk,
+            replacement=fill), real)
         for b in range(min(real, config.heatmaps - len(heat_rows))):
             valid = prefixes.valid[take[b]]
             toks = [tok.decode([i]) for i in prefixes.tokens[take[b]][valid]]
@@ -187,6 +221,7 @@ def faithfulness_llm(config, workdir) -> Result:
               + ", ".join(f"{m} {v.mean():.3f}" for m, v in abc_so_far.items()), flush=True)
     abc, merged = collect.result()
     metrics = faithfulness.summarise(abc)
+    metrics.update(collect.area_metrics())
     cons = np.asarray(conservation)
     metrics.update({f"seconds_{m}": float(np.sum(t)) for m, t in times.items()})   # compilation included
     metrics.update(num_examples=float(n), conservation_mean=float(cons.mean()),

@@ -75,7 +75,8 @@ def test_experiment_dispatch_runs_each_baseline(tiny):
 
     model, params, args = tiny
     target, position = np.asarray([7, 11]), np.asarray([7, 5])
-    config = SimpleNamespace(ig_steps=16, ig_chunk=4, smoothgrad_samples=4, smoothgrad_noise=0.0, gamma=0.25)
+    config = SimpleNamespace(ig_steps=16, ig_chunk=4, smoothgrad_samples=4, smoothgrad_noise=0.0, gamma=0.25,
+                             atman_suppression=0.9, shap_budget=20)
     scores = lambda m: explain_scores(m, model, params, args, {}, target, position, config, shape=(2, 8))
     np.testing.assert_allclose(scores("smoothgrad"), scores("gradient_x_input"), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(scores("attention_rollout"),
@@ -83,6 +84,12 @@ def test_experiment_dispatch_runs_each_baseline(tiny):
     np.testing.assert_allclose(scores("integrated_gradients"), baselines.integrated_gradients(
         model, params, args, target=target, position=position, steps=16, chunk=4).sum(-1), rtol=1e-6)
     np.testing.assert_array_equal(scores("random"), baselines.random_relevance((2, 8), seed=0))
+    np.testing.assert_array_equal(scores("atman"), baselines.atman(model, params, args, target=target,
+                                                                   position=position, suppression=0.9))
+    values = explain.relevance(model, params, args, target=target, position=position).values["embeddings"]
+    shap = explain_scores("kernel_shap", model, params, args, {}, target, position, config, values=values)
+    np.testing.assert_array_equal(shap, baselines.kernel_shap(model, params, args, values, target=target,
+                                                              position=position, budget=20))
     with pytest.raises(ValueError, match="unknown method"):
         scores("lime")
 

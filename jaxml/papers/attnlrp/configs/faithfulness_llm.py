@@ -28,6 +28,10 @@ def get_config(arg=None):
     c.steps = by_scale(scale, tiny=5, quick=5, full=9)     # fractions 0, 1/(steps-1), ..., 1 of the tokens zeroed
     c.curve_chunk = by_scale(scale, tiny=32, quick=104, full=72)   # perturbed inputs per forward pass
     c.protect_first = False       # True: never zero a prefix's first token (the attention sink)
+    c.bos = False                 # True: SmolLM2's start-of-text in front of every prefix, never removed (the paper's <s>)
+    c.replacement = "zero"        # what a removed token's embedding becomes: 'zero' or 'mean' (held-out corpus mean)
+    c.atman_suppression = 0.9     # AtMan's factor: scores to the suppressed token times (1 - 0.9)
+    c.shap_budget = by_scale(scale, tiny=16, quick=64, full=128)   # KernelSHAP coalitions (forward passes) per example
     # tiny: the headline methods (the other baselines' dispatch: tests/papers/attnlrp/baselines_test.py)
     c.methods = by_scale(scale, tiny=HEADLINE_METHODS, quick=HEADLINE_METHODS, full=ALL_METHODS)
     c.ig_steps = by_scale(scale, tiny=4, quick=8, full=32)
