@@ -234,6 +234,8 @@ def faithfulness_llm(config, workdir) -> Result:
                                               "AttnLRP relevance for SmolLM2-135M next-token predictions")))
     (workdir / "per_example.json").write_text(json.dumps(
         {"abc": {m: v.tolist() for m, v in abc.items()}, "conservation": cons.tolist(),
+         "morf_area": {m: np.concatenate(a["morf"]).tolist() for m, a in collect.areas.items() if a["morf"]},
+         "lerf_area": {m: np.concatenate(a["lerf"]).tolist() for m, a in collect.areas.items() if a["lerf"]},
          "corpus": prefixes.corpus}, indent=1))
     comparable = _scale_setting(config)
     model_name = "SmolLM2-135M" if comparable else f"SmolLM2-135M cut to {config.model_layers} layers"
@@ -493,3 +495,81 @@ def reproduce(config, workdir) -> Result:
     """
     return gather_parts("attnlrp", config, pathlib.Path(__file__).parent / "configs", workdir,
                         headline_part="faithfulness_llm")
+
+
+# --- the protocol study -------------------------------------------------------------------------
+
+def protocol_rows(per_setting: dict[str, dict], reference: str = "attnlrp", resamples: int = 2000) -> list[dict]:
+    """One row per (setting, corpus or 'all', method): mean area between the curves, mean MoRF and
+    LeRF areas, and the paired 95% bootstrap interval of reference minus method on the same prefixes.
+
+    per_setting: {setting: {"abc": {method: [n]}, "morf_area": ..., "lerf_area": ..., "corpus": [n]}}.
+    """
+    out = []
+    for setting, per in per_setting.items():
+        corpus = np.asarray(per["corpus"])
+        for group in ["all"] + sorted(set(corpus.tolist())):
+            take = np.ones(len(corpus), bool) if group == "all" else corpus == group
+            ref = np.asarray(per["abc"][reference], np.float64)[take]
+            for m, v in per["abc"].items():
+                v = np.asarray(v, np.float64)[take]
+                row = {"setting": setting, "corpus": group, "method": m, "n": int(take.sum()),
+                       "abc": float(v.mean()), "morf": float(np.asarray(per["morf_area"][m])[take].mean()),
+                       "lerf": float(np.asarray(per["lerf_area"][m])[take].mean())}
+                if m != reference and take.sum() > 1:
+                    d, lo, hi = faithfulness.paired_bootstrap_ci(ref, v, resamples=resamples)
+                    row.update(diff=d, ci_lo=lo, ci_hi=hi)
+                out.append(row)
+    return out
+
+
+def protocol_table(rows: list[dict], reference: str = "attnlrp") -> str:
+    lines = [f"| setting | corpus | method | n | area between curves | MoRF area | LeRF area | {reference} minus method "
+             "(95% CI) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ci = (f"{r['diff']:+.3f} [{r['ci_lo']:+.3f}, {r['ci_hi']:+.3f}]" if "diff" in r else "-")
+        lines.append(f"| {r['setting']} | {r['corpus']} | {claims.NAMES.get(r['method'], r['method'])} | {r['n']} | "
+                     f"{r['abc']:.3f} | {r['morf']:.3f} | {r['lerf']:.3f} | {ci} |")
+    return "\n".join(lines)
+
+
+@registry.experiment("attnlrp/protocol")
+def protocol(config, workdir) -> Result:
+    """`attnlrp/faithfulness_llm` under each BOS mode and replacement value on the same prefixes, with
+    per-corpus results and paired bootstrap intervals against AttnLRP (resumable per setting)."""
+    from jaxml.core.config import load_config
+    from jaxml.core.experiment import Rows
+
+    workdir = make_workdir(workdir)
+    rows = Rows(workdir / "rows.jsonl")
+    per_setting, metrics = {}, {}
+    for bos in config.bos_modes:
+        for replacement in config.replacements:
+            setting = f"{'BOS' if bos else 'no BOS'}, {replacement} replacement"
+            stored = rows.get(setting)
+            if stored is None:
+                c = load_config(f"{registry.config_path('attnlrp/faithfulness_llm')}:{config.faithfulness_arg}")
+                c.bos, c.replacement = bool(bos), replacement
+                c.num_examples, c.methods, c.heatmaps = config.num_examples, tuple(config.methods), 0
+                c.cost_claim = False
+                sub = workdir / setting.replace(", ", "_").replace(" ", "-")
+                result = faithfulness_llm(c, sub)
+                per = json.loads((sub / "per_example.json").read_text())
+                stored = rows.add(setting, per=per, metrics={k: v for k, v in result.metrics.items()
+                                                             if isinstance(v, (int, float))})
+            per_setting[setting] = stored["per"]
+            metrics.update({f"{setting}/{k}": v for k, v in stored["metrics"].items() if k.startswith("abc_")})
+    table_rows = protocol_rows(per_setting)
+    table = protocol_table(table_rows)
+    (workdir / "table.md").write_text(table + "\n")
+    print(table, flush=True)
+    for r in table_rows:
+        if "diff" in r and r["corpus"] == "all":
+            metrics[f"{r['setting']}/attnlrp_minus_{r['method']}"] = r["diff"]
+            metrics[f"{r['setting']}/attnlrp_minus_{r['method']}_ci_lo"] = r["ci_lo"]
+            metrics[f"{r['setting']}/attnlrp_minus_{r['method']}_ci_hi"] = r["ci_hi"]
+    first = next(iter(per_setting))
+    return Result(metrics=metrics, headline=f"{first}/abc_attnlrp",
+                  notes=f"{config.num_examples} held-out prefixes per setting ({config.faithfulness_arg or 'full'} "
+                        f"faithfulness config), settings: BOS {tuple(config.bos_modes)} x replacement "
+                        f"{tuple(config.replacements)}; paired 95% bootstrap intervals over prefixes")

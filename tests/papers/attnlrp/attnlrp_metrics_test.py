@@ -132,3 +132,18 @@ def test_paired_bootstrap_ci_matches_the_normal_interval_and_collapses_for_a_con
     assert fa.paired_bootstrap_ci(a, a - 2.0, resamples=200) == pytest.approx((2.0, 2.0, 2.0))
     with pytest.raises(ValueError, match="pair up"):
         fa.paired_bootstrap_ci(a, b[:10])
+
+
+def test_protocol_rows_pair_methods_within_each_corpus():
+    from jaxml.papers.attnlrp.experiments import protocol_rows
+    per = {"s": {"abc": {"attnlrp": [1.0, 2.0, 3.0, 5.0], "random": [0.0, 0.0, 1.0, 1.0]},
+                 "morf_area": {"attnlrp": [0.0, 1.0, 0.0, 1.0], "random": [1.0, 1.0, 1.0, 1.0]},
+                 "lerf_area": {"attnlrp": [1.0, 3.0, 3.0, 6.0], "random": [1.0, 1.0, 2.0, 2.0]},
+                 "corpus": ["a", "a", "b", "b"]}}
+    rows = protocol_rows(per, resamples=500)
+    by = {(r["corpus"], r["method"]): r for r in rows}
+    assert by[("all", "attnlrp")]["abc"] == pytest.approx(2.75) and "diff" not in by[("all", "attnlrp")]
+    assert by[("a", "random")]["diff"] == pytest.approx(1.5)           # (1 - 0 + 2 - 0) / 2
+    assert by[("b", "random")]["diff"] == pytest.approx(3.0) and by[("b", "random")]["n"] == 2
+    assert by[("all", "random")]["ci_lo"] <= by[("all", "random")]["diff"] <= by[("all", "random")]["ci_hi"]
+    assert by[("a", "attnlrp")]["morf"] == pytest.approx(0.5) and by[("b", "random")]["lerf"] == pytest.approx(2.0)
