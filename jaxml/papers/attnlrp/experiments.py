@@ -573,3 +573,53 @@ def protocol(config, workdir) -> Result:
                   notes=f"{config.num_examples} held-out prefixes per setting ({config.faithfulness_arg or 'full'} "
                         f"faithfulness config), settings: BOS {tuple(config.bos_modes)} x replacement "
                         f"{tuple(config.replacements)}; paired 95% bootstrap intervals over prefixes")
+
+
+@registry.experiment("attnlrp/plausibility")
+def plausibility_experiment(config, workdir) -> Result:
+    """The planted-fact task (`plausibility.py`) on SmolLM2: for the examples whose greedy next token
+    is the planted value's first token, the share whose most relevant token lies in the value's span,
+    per method (with a 95% bootstrap interval over examples), and the model's accuracy."""
+    from jaxml.papers.attnlrp import plausibility
+
+    workdir = make_workdir(workdir)
+    model, params, tok = smollm2(config.model_layers)
+    ex = plausibility.planted_fact_examples(tok, tuple(config.corpora), n=config.num_examples, length=config.length,
+                                            seed=config.seed)
+    methods = tuple(config.methods)
+    hits = {m: [] for m in methods}
+    correct = []
+    last = config.length - 1
+    for sl, take in _batches(config.num_examples, config.batch_size):
+        real = sl.stop - sl.start
+        args = (jnp.asarray(ex.tokens[take]), jnp.asarray(ex.positions[take]))
+        kwargs = {"key_valid": jnp.asarray(ex.valid[take])}
+        position = np.full(config.batch_size, last)
+        target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
+        ok = (target == ex.answer_ids[take])[:real]
+        correct += ok.tolist()
+        values = None
+        for m in methods:
+            if m == "attnlrp" or values is None:
+                lrp = explain.relevance(model, params, args, target=target, position=position, rules="attnlrp",
+                                        model_kwargs=kwargs)
+                values = lrp.values["embeddings"]
+            scores = (lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
+                m, model, params, args, kwargs, target, position, config, seed=sl.start,
+                shape=values.shape[:2], values=values))
+            hit = plausibility.top_token_in_span(scores, ex.answer_span[take], ex.valid[take])[:real]
+            hits[m] += hit[ok].tolist()
+        print(f"[attnlrp] plausibility {sl.stop}/{config.num_examples}: model correct {np.mean(correct):.2f}", flush=True)
+    metrics = {"model_accuracy": float(np.mean(correct)), "num_explained": float(sum(correct))}
+    rng = np.random.default_rng(0)
+    for m, h in hits.items():
+        h = np.asarray(h, np.float64)
+        metrics[f"hit_{m}"] = float(h.mean()) if h.size else float("nan")
+        if h.size > 1:
+            boot = h[rng.integers(0, h.size, (2000, h.size))].mean(1)
+            metrics[f"hit_{m}_ci_lo"], metrics[f"hit_{m}_ci_hi"] = (float(x) for x in np.quantile(boot, [0.025, 0.975]))
+    metrics = {k: v for k, v in metrics.items() if np.isfinite(v)}
+    return Result(metrics=metrics, headline="model_accuracy" if "hit_attnlrp" not in metrics else "hit_attnlrp",
+                  notes=f"{config.num_examples} planted facts in held-out {', '.join(config.corpora)} passages, "
+                        f"{sum(correct)} answered correctly by the model and explained; share whose top token lies "
+                        "in the planted value")
