@@ -7,9 +7,9 @@
 """
 
 from jaxml.papers.lqer import experiments  # noqa: F401  (registers the experiments)
-from jaxml.papers.lqer.lqer import (ErrorSVD, LowRank, activation_scale, average_bits, decompose, error_svd,
+from jaxml.compress.lqer import (ErrorSVD, LowRank, activation_scale, average_bits, decompose, error_svd,
                                     top_singular)
-from jaxml.papers.lqer.methods import (METHODS, Method, QuantReport, pad_lowrank, quantize_model,
+from jaxml.compress.lqer import (METHODS, Method, QuantReport, pad_lowrank, quantize_model,
                                        quantize_model_ranks)
 
 __all__ = ["ErrorSVD", "LowRank", "METHODS", "Method", "QuantReport", "activation_scale", "average_bits", "decompose",

@@ -36,8 +36,8 @@ from jaxml.data import text
 from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer import metrics as lm
 from jaxml.compress.quantizers import quantize_array
-from jaxml.papers.lqer.lqer import activation_scale
-from jaxml.papers.lqer.methods import Method, pad_lowrank, quantize_model, quantize_model_ranks
+from jaxml.compress.lqer import activation_scale
+from jaxml.compress.lqer import Method, pad_lowrank, quantize_model, quantize_model_ranks
 
 # The paper's numbers beside ours (WikiText-2 perplexity, xlsx of ChengZhang-98/lqer; see the README).
 PAPER_ORDER = ("LLaMA-2-7B W4A8: FP16 5.479, L2QER 5.69 (LQER-INT 5.852); OPT-1.3B ablation, FP16 14.63 < "

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jaxml.compress.lqer import bits_per_weight, relative_error  # noqa: F401  (shared; re-exported)
+
 
 def paper_order(fp: float, l2qer: float, lqer: float, mxint: float) -> bool:
     """FP < L2QER <= LQER < plain MXINT (perplexities at one weight width): the ordering of the
@@ -44,20 +46,3 @@ def top_k_energy(singular_values: np.ndarray, k: int) -> float:
     if total == 0:
         raise ValueError("top_k_energy: the spectrum is all zero")
     return float(np.sum(sv[:k] ** 2) / total)
-
-
-def relative_error(w: np.ndarray, approx: np.ndarray) -> float:
-    """||W - approx||_F / ||W||_F, in float64."""
-    w = np.asarray(w, np.float64)
-    norm = np.linalg.norm(w)
-    if norm == 0:
-        raise ValueError("relative_error: W is all zero")
-    return float(np.linalg.norm(w - np.asarray(approx, np.float64)) / norm)
-
-
-def bits_per_weight(bits: Sequence[float], sizes: Sequence[int]) -> float:
-    """The average storage bits per weight of several kernels: sum(bits_i * size_i) / sum(size_i)."""
-    bits, sizes = np.asarray(bits, np.float64), np.asarray(sizes, np.float64)
-    if bits.shape != sizes.shape or bits.size == 0 or np.any(sizes <= 0):
-        raise ValueError(f"bits_per_weight: need as many bits as sizes (> 0); got {bits.shape}, {sizes.shape}")
-    return float(np.sum(bits * sizes) / np.sum(sizes))
