@@ -12,6 +12,7 @@ count.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 import jax
@@ -93,3 +94,27 @@ def replace_kernels(params, updates: dict[str, dict[str, jax.Array]]):
             node = node[key]
         node.update(entries)
     return new
+
+
+@functools.lru_cache(maxsize=4)
+def _corpus_ids(tokenizer, corpus: str, documents: int) -> np.ndarray:
+    from jaxml.data import text
+
+    docs = text.split_documents(text.load_corpus(corpus), seed=0)["train"][:documents]
+    return np.asarray(tokenizer.encode("\n\n".join(text.unwrap(d.text) for d in docs)), np.int32)
+
+
+def text_windows(tokenizer, sequences: int, length: int, seed: int, batch: int = 4, corpus: str = "shakespeare",
+                 documents: int = 6):
+    """Calibration batches `((tokens, positions), {})`: `sequences` windows of `length` tokens drawn
+    with `seed` from the first `documents` training documents of a corpus (Shakespeare's training
+    plays by default: text the evaluations never use). The tokenized text is cached per tokenizer."""
+    ids = _corpus_ids(tokenizer, corpus, documents)
+    if len(ids) <= length or sequences > len(ids) - length:
+        raise ValueError(f"text_windows: {len(ids)} tokens of {corpus} cannot give {sequences} windows of {length}")
+    rng = np.random.default_rng(seed)
+    starts = rng.choice(len(ids) - length, size=sequences, replace=False)
+    windows = np.stack([ids[s:s + length] for s in starts]).astype(np.int32)
+    positions = np.broadcast_to(np.arange(length), windows.shape)
+    for i in range(0, sequences, batch):
+        yield (jnp.asarray(windows[i:i + batch]), jnp.asarray(positions[i:i + batch])), {}

@@ -13,7 +13,6 @@ all seeds scored together, the bootstrap resampling units kept per seed.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import pathlib
@@ -60,26 +59,9 @@ def heldout_tokens(tokenizer, n: int) -> np.ndarray:
 
 def calibration_batches(tokenizer, sequences: int, length: int, seed: int, batch: int = 4):
     """`sequences` windows of `length` tokens from the Shakespeare training plays, drawn with `seed`."""
-    import jax.numpy as jnp
+    from jaxml.compress import calibration
 
-    from jaxml.data import text
-
-    docs = text.split_documents(text.load_corpus("shakespeare"), seed=0)["train"]
-    ids = _shakespeare_ids(tokenizer, tuple(d.doc_id for d in docs[:6]))
-    rng = np.random.default_rng(seed)
-    starts = rng.choice(len(ids) - length, size=sequences, replace=False)
-    windows = np.stack([ids[s:s + length] for s in starts]).astype(np.int32)
-    positions = np.broadcast_to(np.arange(length), windows.shape)
-    for i in range(0, sequences, batch):
-        yield (jnp.asarray(windows[i:i + batch]), jnp.asarray(positions[i:i + batch])), {}
-
-
-@functools.lru_cache(maxsize=2)
-def _shakespeare_ids(tokenizer, doc_ids: tuple) -> np.ndarray:
-    from jaxml.data import text
-
-    docs = {d.doc_id: d for d in text.load_corpus("shakespeare")}
-    return np.asarray(tokenizer.encode("\n\n".join(text.unwrap(docs[i].text) for i in doc_ids)), np.int32)
+    return calibration.text_windows(tokenizer, sequences, length, seed, batch=batch)
 
 
 def _base_model(config, model, params, tok, workdir: pathlib.Path):

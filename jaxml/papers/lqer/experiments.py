@@ -79,15 +79,8 @@ def _eval_tokens(tokenizer, chapters: int, n: int) -> np.ndarray:
 def calibration_batches(tokenizer, config):
     """`config.calib_sequences` windows of `config.calib_length` tokens from the Shakespeare
     training plays (a different author and genre from the evaluation text)."""
-    import jax.numpy as jnp
-    docs = text.split_documents(text.load_corpus("shakespeare"), seed=0)["train"]
-    ids = tokenizer.encode("\n\n".join(text.unwrap(d.text) for d in docs[:6]))
-    rng = np.random.default_rng(config.seed)
-    starts = rng.choice(len(ids) - config.calib_length, size=config.calib_sequences, replace=False)
-    windows = np.stack([ids[s:s + config.calib_length] for s in starts]).astype(np.int32)
-    positions = np.broadcast_to(np.arange(config.calib_length), windows.shape)
-    for i in range(0, len(windows), config.calib_batch):
-        yield (jnp.asarray(windows[i:i + config.calib_batch]), jnp.asarray(positions[i:i + config.calib_batch])), {}
+    return calibration.text_windows(tokenizer, config.calib_sequences, config.calib_length, config.seed,
+                                    batch=config.calib_batch)
 
 
 _CALIBRATIONS: dict[tuple, dict] = {}
