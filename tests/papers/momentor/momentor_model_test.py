@@ -80,7 +80,7 @@ def test_input_delta_matches_a_numpy_reference(videos, vocab):
     spec = _spec(vocab, "interpolate")
     params = model.init_params(jax.random.PRNGKey(0), spec)
     _, batch, feats = _batch(videos, vocab, "interpolate")
-    delta = np.asarray(model.input_delta(params, spec, batch, jnp.asarray(feats)))
+    delta = np.asarray(jax.jit(model.input_delta, static_argnums=1)(params, spec, batch, jnp.asarray(feats)))
     p = jax.tree_util.tree_map(np.asarray, params)
     e_in, e_out = p["tpm"]["E_in"], p["tpm"]["E_out"]
     for r in range(delta.shape[0]):
@@ -102,7 +102,7 @@ def test_soft_target_cross_entropy_matches_a_manual_computation(videos, vocab):
     params = model.init_params(jax.random.PRNGKey(1), spec)
     _, batch, feats = _batch(videos, vocab, "interpolate", tasks=("grounding",))
     batch = {**batch, "features": jnp.asarray(feats)}
-    ce, lg = model.token_losses(params, spec, batch)
+    ce, lg = jax.jit(model.token_losses, static_argnums=1)(params, spec, batch)
     logp = np.asarray(jax.nn.log_softmax(lg, -1), np.float64)
     kind = np.asarray(batch["target_kind"])
     for r, i in zip(*np.nonzero(kind == 2)):
@@ -122,16 +122,19 @@ def test_propagation_changes_gradients_not_values(videos, vocab):
     params = model.init_params(jax.random.PRNGKey(2), plain)
     _, batch, feats = _batch(videos, vocab, "interpolate")
     batch = {**batch, "features": jnp.asarray(feats)}
-    a = model.logits(params, plain, batch, batch["features"])
-    b = model.logits(params, prop, batch, batch["features"])
+    a = jax.jit(model.logits, static_argnums=1)(params, plain, batch, batch["features"])
+    b = jax.jit(model.logits, static_argnums=1)(params, prop, batch, batch["features"])
     assert np.array_equal(np.asarray(a), np.asarray(b))
-    ga = jax.grad(lambda p: model.sequence_loss(p, plain, batch)[0])(params)
-    gb = jax.grad(lambda p: model.sequence_loss(p, prop, batch)[0])(params)
+    ga = jax.jit(jax.grad(lambda p: model.sequence_loss(p, plain, batch)[0]))(params)
+    gb = jax.jit(jax.grad(lambda p: model.sequence_loss(p, prop, batch)[0]))(params)
     r = np.eye(M) + np.array([[2.0 ** -abs(i - j) for j in range(M)] for i in range(M)])
     for name in ("E_in", "E_out"):
         np.testing.assert_allclose(gb["tpm"][name], r @ np.asarray(ga["tpm"][name], np.float64), rtol=1e-4, atol=1e-7)
     for x, y in zip(jax.tree_util.tree_leaves((gb["lm"], gb["proj"])), jax.tree_util.tree_leaves((ga["lm"], ga["proj"]))):
         np.testing.assert_array_equal(x, y)          # the rest of the model sees identical values
+
+
+_logits = jax.jit(model.logits, static_argnums=1)
 
 
 @pytest.mark.parametrize("encoding", ["propagate", "discrete", "text"])
@@ -157,7 +160,7 @@ def test_greedy_generation_agrees_with_a_teacher_forced_forward(videos, vocab, e
         for s in range(steps):
             batch = {"tokens": jnp.asarray([toks]), "frame_index": jnp.asarray([fidx]),
                      "time_pos": jnp.asarray([tpos], jnp.float32)}
-            lg = np.asarray(model.logits(params, spec, batch, jnp.asarray(feats[r:r + 1])))[0, -1]
+            lg = np.asarray(_logits(params, spec, batch, jnp.asarray(feats[r:r + 1])))[0, -1]
             if encoding == "text":
                 want = int(np.argmax(lg[:spec.vocab_size]))
             else:
