@@ -29,16 +29,16 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
         events_range=by_scale(scale, tiny=(2, 2), quick=(2, 3), full=(2, 3)),
         duration_range=(20.0, 60.0)))
     c.encoder = ml_collections.ConfigDict(dict(
-        steps=by_scale(scale, tiny=2, quick=100, full=800), batch_size=by_scale(scale, tiny=16, quick=128, full=128),
+        steps=by_scale(scale, tiny=2, quick=80, full=800), batch_size=by_scale(scale, tiny=16, quick=128, full=128),
         learning_rate=3e-3))
     c.model = ml_collections.ConfigDict(dict(
         hidden=by_scale(scale, tiny=32, quick=96, full=128), layers=by_scale(scale, tiny=1, quick=2, full=3),
         heads=4, mlp_hidden=by_scale(scale, tiny=64, quick=256, full=384)))
     c.encodings = by_scale(scale, tiny=("propagate",), quick=ENCODINGS, full=ENCODINGS)
-    c.eval_tasks = by_scale(scale, tiny=("grounding",), quick=TASKS, full=TASKS)
+    c.eval_tasks = by_scale(scale, tiny=("grounding",), quick=("grounding", "highlight", "dense"), full=TASKS)
     c.seeds = by_scale(scale, tiny=(0,), quick=(0,), full=(0, 1, 2))
     # steps of the three stages: alignment, grounded event-sequence modelling, instruction tuning
-    c.stage_steps = by_scale(scale, tiny=(0, 0, 2), quick=(0, 30, 100), full=(200, 200, 2000))
+    c.stage_steps = by_scale(scale, tiny=(0, 0, 2), quick=(0, 0, 120), full=(200, 200, 2000))
     c.batch_size = by_scale(scale, tiny=8, quick=32, full=32)
     c.learning_rate = 1e-3
     c.train_every_event = True          # single-event tasks: one example per event (False: one per video)
