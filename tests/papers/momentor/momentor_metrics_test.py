@@ -273,3 +273,15 @@ def test_token_f1():
     with pytest.raises(ValueError, match=r"ref: every item must be a str, got int at index 1"):
         metrics.token_f1(["a", "b"], ["a", 3])
     assert not math.isnan(metrics.token_f1(["x"], ["x"]))
+
+
+def test_aggregate_pairs_encodings_by_seed():
+    from jaxml.papers.momentor.experiments import aggregate
+    runs = {"propagate/seed0": {"grounding/miou": 0.5}, "propagate/seed1": {"grounding/miou": 0.7},
+            "discrete/seed0": {"grounding/miou": 0.4}, "discrete/seed1": {"grounding/miou": 0.75}}
+    out = aggregate(runs, ("propagate", "discrete"), (0, 1))
+    assert out["propagate/grounding/miou"] == pytest.approx(0.6)
+    assert out["discrete/grounding/miou_std"] == pytest.approx(np.std([0.4, 0.75], ddof=1))
+    assert out["paired/propagate_minus_discrete/grounding/miou"] == pytest.approx((0.1 - 0.05) / 2)
+    assert out["paired/propagate_minus_discrete/grounding/miou_std"] == pytest.approx(np.std([0.1, -0.05], ddof=1))
+    assert out["paired/propagate_minus_discrete/grounding/miou_positive"] == 0.5
