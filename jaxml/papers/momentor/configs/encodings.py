@@ -9,7 +9,9 @@ Model: frozen CNN frame features -> linear projection + temporal infusion -> a s
 here (alignment, GESM, instruction tuning), with each timestamp encoding at the same steps and batch.
 Metric: temporal grounding R@1 at IoU 0.3/0.5/0.7 and mIoU; dense captioning F1; highlight mAP / HIT@1.
 Paper (zero-shot, Charades-STA): R@1 IoU 0.5 26.6, mIoU 28.5; QVHighlights mAP 7.6 (orientation only).
-Measured: see jaxml/papers/momentor/README.md.
+Measured on 2026-12-03, full scale, 96 min: R@1 IoU 0.5 / mIoU on 100 held-out videos, 3 seeds. Momentor's encoding
+67.7 / 58.9, interpolation only 67.1 / 58.7, discrete tokens 59.0 / 52.6, decimal text 40.0 / 39.3. Quick scale: plumbing
+only. Table: jaxml/papers/momentor/README.md.
 """
 
 import ml_collections
