@@ -85,12 +85,10 @@ class FrameEncoderTask:
         return self.eval_sources
 
 
-def frame_source(videos, num_frames: int, seed: int = 0) -> ArraySource:
-    """Every sampled frame of the videos with its labels."""
-    frames, labels = render_all(videos, num_frames, seed)
-    m = frames.shape[1]
+def frame_source(frames: np.ndarray, labels: dict[str, np.ndarray]) -> ArraySource:
+    """Every sampled frame with its labels, from `render_all`'s frames [N, M, ...] and labels {name: [N, M]}."""
     return ArraySource({"frames": frames.reshape(-1, *frames.shape[2:]),
-                        **{k: v.reshape(len(videos) * m) for k, v in labels.items()}})
+                        **{k: v.reshape(-1) for k, v in labels.items()}})
 
 
 def render_all(videos, num_frames: int, seed: int = 0):

@@ -51,11 +51,11 @@ def build_data(config, workdir: pathlib.Path) -> dict:
         return {"train": train, "test": test, "train_features": z["train"], "test_features": z["test"],
                 "encoder": rows.get("encoder")["metrics"]}
     t0 = time.perf_counter()
-    train_frames, _ = encoder.render_all(train, m, config.seed)
-    test_frames, _ = encoder.render_all(test, m, config.seed)
+    train_frames, train_labels = encoder.render_all(train, m, config.seed)
+    test_frames, test_labels = encoder.render_all(test, m, config.seed)
     progress.log(f"rendered {len(train)} + {len(test)} videos of {m} frames in {time.perf_counter() - t0:.1f} s")
-    task = encoder.FrameEncoderTask(encoder.frame_source(train, m, config.seed),
-                                    {"test": encoder.frame_source(test, m, config.seed)})
+    task = encoder.FrameEncoderTask(encoder.frame_source(train_frames, train_labels),
+                                    {"test": encoder.frame_source(test_frames, test_labels)})
     loop = stage_config(steps=config.encoder.steps, batch_size=config.encoder.batch_size,
                         learning_rate=config.encoder.learning_rate, seed=config.seed, eval_batch_size=512)
     outcome = train_and_evaluate(loop, workdir / "encoder", task=task)
@@ -104,8 +104,7 @@ def _answers(spec, params, data, examples, vocab):
     """Generated pieces for each example (times in seconds)."""
     videos, feats = data["test"], data["test_features"]
     prompt = text.prompts(examples, videos, vocab, spec.encoding, spec.num_frames)
-    longest = max(len(text.encode([ex], videos, vocab, spec.encoding, spec.num_frames, multiple=1)["tokens"][0])
-                  - prompt["key_valid"][i].sum() for i, ex in enumerate(examples))
+    longest = (text.encode(examples, videos, vocab, spec.encoding, spec.num_frames)["target_kind"] > 0).sum(1).max()
     ids, pos = model.generate(params, spec, prompt, feats[[ex.video for ex in examples]], int(longest) + 2)
     return [text.decode(i, p, vocab, spec.encoding, videos[ex.video].duration, spec.num_frames)
             for i, p, ex in zip(ids, pos, examples)]
