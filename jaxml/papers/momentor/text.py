@@ -17,6 +17,7 @@ duration) are always written that way.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Sequence
 
@@ -40,7 +41,7 @@ class Vocab:
     def __len__(self) -> int:
         return len(self.words)
 
-    @property
+    @functools.cached_property
     def index(self) -> dict[str, int]:
         return {w: i for i, w in enumerate(self.words)}
 
