@@ -62,6 +62,25 @@ TINY_LOOP = dict(batch_size=32, eval_batch_size=200, num_steps=20, log_every_ste
                  checkpoint_every_steps=10)
 
 
+def stage_config(*, steps: int, batch_size: int, learning_rate: float, seed: int = 0, weight_decay: float = 1e-4,
+                 warmup_fraction: float = 0.05, eval_batch_size: int | None = None) -> ml_collections.ConfigDict:
+    """A loop config for one training stage run inside an experiment (a pre-training, a fine-tuning):
+    `default_config()` with a fixed number of steps, AdamW with cosine decay after a linear warm-up
+    of `warmup_fraction` of the steps, five log lines, one synchronous checkpoint at the end."""
+    c = default_config()
+    c.seed = seed
+    c.batch_size = batch_size
+    c.eval_batch_size = eval_batch_size or max(batch_size, 64)
+    c.num_steps = steps
+    c.optimizer.learning_rate = learning_rate
+    c.optimizer.weight_decay = weight_decay
+    c.schedule.warmup_steps = max(1, int(steps * warmup_fraction))
+    c.log_every_steps = max(1, steps // 5)
+    c.checkpoint_every_steps = steps
+    c.async_checkpoint = False
+    return c
+
+
 def training_config(experiment: str, arg: str | None, **spec: Any) -> tuple[ml_collections.ConfigDict, str]:
     """`(config, scale)` for an experiment that trains with the loop: `default_config()` plus
     `experiment`, `task` (the same registry name), `seed` and the `spec` keys parsed from `arg`

@@ -218,6 +218,31 @@ class Llama(nn.Module):
         return logits, new_cache
 
 
+def hidden_states(model: Llama, params, tokens, positions=None, *, delta=None, key_valid=None, cache=None,
+                  cache_index=None):
+    """The decoder's final normalised hidden states [batch, len, hidden] and the new cache.
+
+    `delta` [batch, len, hidden] is added to the token embeddings (through the `embeddings`
+    perturbation): how a multimodal model writes image, frame or timestamp embeddings into chosen
+    slots without a fork of the model. positions default to `cache_index + arange(len)`.
+    """
+    b, t = tokens.shape
+    if positions is None:
+        start = 0 if cache_index is None else cache_index
+        positions = jnp.broadcast_to(start + jnp.arange(t), (b, t))
+    variables = {"params": params}
+    if delta is not None:
+        if delta.shape != (b, t, model.config.hidden):
+            raise ValueError(f"hidden_states: delta {delta.shape} must be [batch, len, hidden] = "
+                             f"{(b, t, model.config.hidden)}")
+        perturbations = {f"residual_{i}": jnp.zeros((), delta.dtype) for i in range(model.config.layers)}
+        perturbations["embeddings"] = delta
+        variables["perturbations"] = perturbations
+    _, new_cache, hidden = model.apply(variables, tokens, positions, key_valid=key_valid, cache=cache,
+                                       cache_index=cache_index, return_hidden=True)
+    return hidden, new_cache
+
+
 def init_cache(config: LlamaConfig, batch: int, max_len: int, dtype=jnp.float32) -> Cache:
     """Zeroed KV cache: `config.layers` pairs of [batch, max_len, kv_heads, head_dim]."""
     shape = (batch, max_len, config.kv_heads, config.head_dim)

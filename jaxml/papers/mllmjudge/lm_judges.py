@@ -44,7 +44,7 @@ from jaxml.core.optim import make_optimizer
 from jaxml.llm import generate as generate_lib
 from jaxml.llm.base import SamplingOptions
 from jaxml.data.pipeline import ArraySource, Source
-from jaxml.models.llama import Llama
+from jaxml.models.llama import Llama, hidden_states
 from jaxml.papers.mllmjudge import formats, judgements
 
 PREFIX = "Judgement: [["
@@ -112,24 +112,10 @@ def pick(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Ge
 # ------------------------------------------------------------------------------- LM forward
 
 
-def _perturbations(layers: int, delta) -> dict:
-    out = {f"residual_{i}": jnp.zeros((), delta.dtype) for i in range(layers)}
-    out["embeddings"] = delta
-    return out
-
-
 def lm_hidden(model: Llama, params, tokens, delta=None, cache=None, cache_index=None):
     """Final normalised hidden states [B, T, hidden] (plus the new cache); `delta` [B, T, hidden]
     is added to the token embeddings (the image slots)."""
-    b, t = tokens.shape
-    start = 0 if cache_index is None else cache_index
-    positions = jnp.broadcast_to(start + jnp.arange(t), (b, t))
-    variables = {"params": params}
-    if delta is not None:
-        variables["perturbations"] = _perturbations(model.config.layers, delta)
-    _, new_cache, hidden = model.apply(variables, tokens, positions, cache=cache, cache_index=cache_index,
-                                       return_hidden=True)
-    return hidden, new_cache
+    return hidden_states(model, params, tokens, delta=delta, cache=cache, cache_index=cache_index)
 
 
 def head_logits(params, hidden):

@@ -113,11 +113,11 @@ def test_splits_are_disjoint():
         if s.source != "frames":
             continue
         clip = inst_mod._CLIPS[s.background]
-        cut = int(round(clip.n_frames * inst_mod.TRAIN_FRACTION))
+        cut = int(round(clip.num_frames * inst_mod.TRAIN_FRACTION))
         if s.split == "train":
             assert clip.first <= s.frame_index < cut
         else:
-            assert cut <= s.frame_index < clip.n_frames
+            assert cut <= s.frame_index < clip.num_frames
 
 
 # ------------------------------------------------------------------------------ labels / pixels
