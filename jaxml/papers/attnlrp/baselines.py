@@ -259,29 +259,43 @@ def kernel_shap_solve(masks, values, f_empty: float, f_full: float, weights) -> 
 
 
 def kernel_shap(model, params, args, values, *, target, position, budget: int = 256, seed: int = 0,
-                baseline=None, point: str = "embeddings", model_kwargs=None, logits_fn=explain.default_logits,
-                chunk: int = 64) -> np.ndarray:
+                baseline=None, features=None, point: str = "embeddings", model_kwargs=None,
+                logits_fn=explain.default_logits, chunk: int = 64) -> np.ndarray:
     """KernelSHAP (Lundberg & Lee 2017) over tokens: a coalition keeps its tokens' values at `point`
     and replaces the others by `baseline` (default zeros: the faithfulness test's removal); the
-    target logit is the value function. Cost: budget + 2 forward passes per example.
+    target logit is the value function. Cost: budget + 2 forward passes per example (fewer when an
+    example has so few features that all 2^M - 2 coalitions fit the budget: exact Shapley values).
 
     Args:
       values: float [batch, len, features], the values at `point` (e.g. `Explanation.values`).
+      features: bool [batch, len], the positions that are players (default: all). The others (padding,
+        a BOS token the perturbation test never removes) keep their values in every coalition and
+        get relevance 0.
     Returns:
       float32 [batch, len].
     """
     values = np.asarray(values)
     b, n = values.shape[:2]
-    masks, weights = coalitions(n, budget, seed)
-    full = np.concatenate([np.zeros((1, n), bool), np.ones((1, n), bool), masks])     # empty, full, sampled
+    features = np.ones((b, n), bool) if features is None else np.asarray(features, bool)
+    if features.shape != (b, n):
+        raise ValueError(f"features {features.shape} must be [batch, len] = {(b, n)}")
     base = np.zeros_like(values) if baseline is None else np.broadcast_to(np.asarray(baseline, values.dtype),
                                                                           values.shape)
+    plans, examples, removed = [], [], []
+    for i in range(b):                             # every example's coalitions in one batched evaluation
+        players = np.flatnonzero(features[i])
+        masks, weights = coalitions(len(players), budget, seed)
+        kept = np.concatenate([np.zeros((1, len(players)), bool), np.ones((1, len(players)), bool), masks])
+        rows = np.zeros((len(kept), n), bool)
+        rows[:, players] = ~kept                   # empty, full, then the sampled coalitions
+        plans.append((players, masks, weights, sum(len(r) for r in removed)))
+        examples.append(np.full(len(kept), i))
+        removed.append(rows)
+    f = faithfulness.replaced_logits(model, params, args, values, base, np.concatenate(examples),
+                                     np.concatenate(removed), target=target, position=position, point=point,
+                                     model_kwargs=model_kwargs, logits_fn=logits_fn, chunk=chunk)
     out = np.zeros((b, n), np.float32)
-    for i in range(b):
-        removed = ~full
-        examples = np.full(len(full), i)
-        f = faithfulness.replaced_logits(model, params, args, values, base, examples, removed, target=target,
-                                         position=position, point=point, model_kwargs=model_kwargs,
-                                         logits_fn=logits_fn, chunk=chunk)
-        out[i] = kernel_shap_solve(masks, f[2:], f[0], f[1], weights)
+    for i, (players, masks, weights, start) in enumerate(plans):
+        v = f[start:start + len(masks) + 2]
+        out[i, players] = kernel_shap_solve(masks, v[2:], v[0], v[1], weights)
     return out

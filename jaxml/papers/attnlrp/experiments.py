@@ -23,7 +23,7 @@ import numpy as np
 
 from jaxml.core import registry
 from jaxml.core.benchmark import call_seconds, median_ms, timed
-from jaxml.core.experiment import Result, gather_parts, make_workdir, pyplot, save_figure
+from jaxml.core.experiment import Result, Rows, gather_parts, make_workdir, pyplot, save_figure
 from jaxml.models.vit import ViT
 from jaxml.nn.ops import DEFAULT_OPS, Ops
 from jaxml.papers.attnlrp import baselines, claims, data, explain, faithfulness, heatmap
@@ -35,11 +35,12 @@ VIT_METHODS = ("attnlrp_gamma", "attnlrp", "cp_lrp_gamma", "gradient_x_input", "
 
 
 def explain_scores(method: str, model, params, args, kwargs, target, position, config, point="embeddings",
-                   seed=0, shape=None, values=None) -> np.ndarray:
+                   seed=0, shape=None, values=None, removable=None) -> np.ndarray:
     """Relevance per position [batch, len] from one method (sum over the feature axis).
 
     `shape` ([batch, len] at `point`) is needed by the random baseline only, `values` (the
-    activations at `point`) by KernelSHAP only (config.shap_budget coalitions, replacement zero).
+    activations at `point`) by KernelSHAP only (config.shap_budget coalitions, replacement zero;
+    its players are the `removable` positions [batch, len], default all).
     """
     common = dict(target=target, position=position, model_kwargs=kwargs)
     if method in ("attnlrp_gamma", "cp_lrp_gamma"):   # the gamma rule on every Linear layer (ViT)
@@ -63,7 +64,8 @@ def explain_scores(method: str, model, params, args, kwargs, target, position, c
         if values is None:
             raise ValueError("KernelSHAP needs values= (the activations at the explanation point)")
         return baselines.kernel_shap(model, params, args, values, target=target, position=position,
-                                     budget=config.shap_budget, seed=seed, point=point, model_kwargs=kwargs)
+                                     budget=config.shap_budget, seed=seed, point=point, model_kwargs=kwargs,
+                                     features=removable, chunk=getattr(config, "curve_chunk", 64))
     if method == "random":
         if shape is None:
             raise ValueError("the random baseline needs shape=[batch, len]")
@@ -167,76 +169,156 @@ def _scale_setting(config) -> bool:
     return config.get("model_layers", 0) == 0
 
 
+def _replacements(config) -> tuple[str, ...]:
+    reps = tuple(config.replacements)
+    bad = [r for r in reps if r not in ("zero", "mean")]
+    if not reps or bad or len(set(reps)) != len(reps):
+        raise ValueError(f"replacements={reps}: accepted a non-empty tuple of distinct 'zero', 'mean'")
+    return reps
+
+
+def _fingerprint(config, keys) -> str:
+    """A short hash of the config values that decide a batch's numbers (stored rows of another config
+    are never reused)."""
+    import hashlib
+    blob = json.dumps({k: config.get(k) for k in keys}, sort_keys=True, default=list)
+    return hashlib.sha1(blob.encode()).hexdigest()[:10]
+
+
+_BATCH_KEYS = ("corpora", "model_layers", "num_examples", "length", "min_tokens", "batch_size", "steps", "protect_first",
+               "bos", "replacements", "atman_suppression", "shap_budget", "methods", "ig_steps", "ig_chunk",
+               "smoothgrad_samples", "smoothgrad_noise", "seed")
+
+
+def single_removals(removable: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first, other) bool [batch, len]: each example's first removable token alone, and one other
+    removable token drawn at random (seeded) alone: the probes of the first-token (sink) effect."""
+    first = np.zeros_like(removable)
+    other = np.zeros_like(removable)
+    rng = np.random.default_rng(seed)
+    for b, row in enumerate(removable):
+        idx = np.flatnonzero(row)
+        first[b, idx[0]] = True
+        other[b, rng.choice(idx[1:])] = True
+    return first, other
+
+
 @registry.experiment("attnlrp/faithfulness_llm")
 def faithfulness_llm(config, workdir) -> Result:
-    """Perturbation faithfulness of next-token explanations on SmolLM2-135M-Instruct."""
+    """Perturbation faithfulness of next-token explanations on SmolLM2-135M-Instruct.
+
+    Each method explains a batch once; its MoRF/LeRF curves are then measured under every value in
+    `config.replacements` ('zero': the zero embedding, 'mean': the held-out corpus mean). Finished
+    batches are stored in `<workdir>/batches.jsonl`, so a killed run resumes at the next batch.
+    Metrics of the first replacement are unprefixed, those of the others `<replacement>/...`.
+    """
     workdir = make_workdir(workdir)
     model, params, tok = smollm2(config.model_layers)
     n = config.num_examples
     prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=n, length=config.length,
                                     min_tokens=config.min_tokens, seed=config.seed, bos=config.bos)
-    if config.replacement not in ("zero", "mean"):
-        raise ValueError(f"replacement={config.replacement!r}; accepted 'zero', 'mean'")
-    fill = (None if config.replacement == "zero"
-            else data.mean_embedding(np.asarray(params["embed"]["embedding"]), tok, tuple(config.corpora)))
+    reps = _replacements(config)
+    fills = {r: None if r == "zero" else data.mean_embedding(np.asarray(params["embed"]["embedding"]), tok,
+                                                             tuple(config.corpora)) for r in reps}
     methods = tuple(config.methods)
     if methods[0] != "attnlrp":
         raise ValueError(f"faithfulness_llm: methods must start with 'attnlrp' (the reference), got {methods}")
-    collect = _Collector(methods)
+    stored = Rows(workdir / "batches.jsonl")
+    fingerprint = _fingerprint(config, _BATCH_KEYS)
+    collect = {r: _Collector(methods) for r in reps}
+    single = {r: {"none": [], "first": [], "other": [], "all": []} for r in reps}
     times = {m: [] for m in methods}   # seconds per batch and method; the first batch compiles
     conservation, heat_rows, heat_html = [], [], []
     last = config.length - 1
     fractions = np.linspace(0, 1, config.steps)
+    all_removable = prefixes.removable()
+    if config.protect_first:   # keep each prefix's first token (the attention sink) in place
+        all_removable[np.arange(n), all_removable.argmax(1)] = False
     for sl, take in _batches(n, config.batch_size):
         real = sl.stop - sl.start
         args, kwargs = _llm_batch(prefixes, take)
         position = np.full(config.batch_size, last)
         target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
-        seconds, lrp = call_seconds(lambda: explain.relevance(model, params, args, target=target, position=position,
-                                                             rules="attnlrp", model_kwargs=kwargs))
-        times["attnlrp"].append(seconds)
-        conservation += list(lrp.conservation("embeddings")[:real])
-        values = lrp.values["embeddings"]
-        scores = {"attnlrp": lrp.per_token("embeddings")}
-        for m in methods[1:]:
-            seconds, scores[m] = call_seconds(lambda: explain_scores(
-                m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2],
-                values=values))
-            times[m].append(seconds)
-        removable = prefixes.removable()[take]
-        if config.protect_first:   # keep each prefix's first token (the attention sink) in place
-            removable[np.arange(len(removable)), removable.argmax(1)] = False
-        collect.add(faithfulness.curves_for_methods(
-            model, params, args, values, {m: np.asarray(s, np.float32) for m, s in scores.items()}, removable,
-            target=target, position=position, fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk,
-            replacement=fill), real)
-        for b in range(min(real, config.heatmaps - len(heat_rows))):
-            valid = prefixes.valid[take[b]]
-            toks = [tok.decode([i]) for i in prefixes.tokens[take[b]][valid]]
-            title = f"next token {tok.decode([int(target[b])])!r} ({prefixes.corpus[take[b]]})"
-            heat_rows.append((title, toks, scores["attnlrp"][b][valid]))
-            heat_html.append(heatmap.tokens_html(toks, scores["attnlrp"][b][valid], title))
-        abc_so_far, _ = collect.result()
-        print(f"[attnlrp] {sl.stop}/{n} examples; mean area so far: "
+        removable = all_removable[take]
+        key = f"{sl.start}-{sl.stop}/{fingerprint}"
+        row = stored.get(key)
+        if row is None:
+            seconds, lrp = call_seconds(lambda: explain.relevance(model, params, args, target=target,
+                                                                 position=position, rules="attnlrp", model_kwargs=kwargs))
+            spent = {"attnlrp": seconds}
+            values = lrp.values["embeddings"]
+            scores = {"attnlrp": lrp.per_token("embeddings")}
+            for m in methods[1:]:
+                spent[m], scores[m] = call_seconds(lambda: explain_scores(
+                    m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2],
+                    values=values, removable=removable))
+            scores = {m: np.asarray(v, np.float32) for m, v in scores.items()}
+            first, other = single_removals(removable, seed=sl.start)
+            probes = np.concatenate([first, other])
+            curves, singles = {}, {}
+            for r in reps:
+                c = faithfulness.curves_for_methods(
+                    model, params, args, values, scores, removable, target=target, position=position,
+                    fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk, replacement=fills[r])
+                curves[r] = {m: {"morf": v["morf"][:real].tolist(), "lerf": v["lerf"][:real].tolist()}
+                             for m, v in c.items()}
+                fill = np.zeros_like(values) if fills[r] is None else np.broadcast_to(fills[r], values.shape)
+                logit = faithfulness.replaced_logits(
+                    model, params, args, values, fill, np.tile(np.arange(len(take)), 2), probes, target=target,
+                    position=position, point="embeddings", model_kwargs=kwargs, logits_fn=explain.default_logits,
+                    chunk=config.curve_chunk)
+                any_m = c[methods[0]]
+                singles[r] = {"none": any_m["morf"][:real, 0].tolist(), "all": any_m["morf"][:real, -1].tolist(),
+                              "first": logit[:len(take)][:real].tolist(), "other": logit[len(take):][:real].tolist()}
+            heat = []
+            for b in range(min(real, config.heatmaps - sl.start)):
+                valid = prefixes.valid[take[b]]
+                heat.append({"title": f"next token {tok.decode([int(target[b])])!r} ({prefixes.corpus[take[b]]})",
+                             "tokens": [tok.decode([i]) for i in prefixes.tokens[take[b]][valid]],
+                             "relevance": scores["attnlrp"][b][valid].tolist()})
+            row = stored.add(key, curves=curves, singles=singles, seconds=spent, heat=heat,
+                             conservation=np.asarray(lrp.conservation("embeddings"))[:real].tolist())
+        for m in methods:
+            times[m].append(row["seconds"][m])
+        conservation += row["conservation"]
+        for r in reps:
+            collect[r].add({m: {"morf": np.asarray(v["morf"]), "lerf": np.asarray(v["lerf"]), "fractions": fractions}
+                            for m, v in row["curves"][r].items()}, real)
+            for k in single[r]:
+                single[r][k] += row["singles"][r][k]
+        for h in row["heat"]:
+            heat_rows.append((h["title"], h["tokens"], np.asarray(h["relevance"])))
+            heat_html.append(heatmap.tokens_html(h["tokens"], np.asarray(h["relevance"]), h["title"]))
+        abc_so_far, _ = collect[reps[0]].result()
+        print(f"[attnlrp] {sl.stop}/{n} examples; mean area so far ({reps[0]} replacement): "
               + ", ".join(f"{m} {v.mean():.3f}" for m, v in abc_so_far.items()), flush=True)
-    abc, merged = collect.result()
-    metrics = faithfulness.summarise(abc)
-    metrics.update(collect.area_metrics())
+    metrics, per_rep = {}, {}
+    for i, r in enumerate(reps):
+        abc, merged = collect[r].result()
+        got = faithfulness.summarise(abc)
+        got.update(collect[r].area_metrics())
+        got.update(first_token_metrics({k: np.asarray(v) for k, v in single[r].items()}))
+        metrics.update({(k if i == 0 else f"{r}/{k}"): v for k, v in got.items()})
+        per_rep[r] = {"abc": {m: v.tolist() for m, v in abc.items()},
+                      "morf_area": {m: np.concatenate(a["morf"]).tolist() for m, a in collect[r].areas.items()},
+                      "lerf_area": {m: np.concatenate(a["lerf"]).tolist() for m, a in collect[r].areas.items()},
+                      "single": single[r]}
+        if i == 0:
+            curves_merged = merged
     cons = np.asarray(conservation)
     metrics.update({f"seconds_{m}": float(np.sum(t)) for m, t in times.items()})   # compilation included
     metrics.update(num_examples=float(n), conservation_mean=float(cons.mean()),
                    conservation_median=float(np.median(cons)), conservation_min=float(cons.min()),
                    conservation_max=float(cons.max()))
-    figures = [_plot_curves(workdir / "smollm2_perturbation_curves.png", merged, "SmolLM2-135M", "target logit")]
+    figures = [_plot_curves(workdir / "smollm2_perturbation_curves.png", curves_merged, "SmolLM2-135M",
+                            "target logit")]
     if heat_rows:
         figures.append(str(heatmap.tokens_png(workdir / "smollm2_heatmaps.png", heat_rows)))
         figures.append(str(heatmap.write_html(workdir / "smollm2_heatmaps.html", heat_html,
                                               "AttnLRP relevance for SmolLM2-135M next-token predictions")))
     (workdir / "per_example.json").write_text(json.dumps(
-        {"abc": {m: v.tolist() for m, v in abc.items()}, "conservation": cons.tolist(),
-         "morf_area": {m: np.concatenate(a["morf"]).tolist() for m, a in collect.areas.items() if a["morf"]},
-         "lerf_area": {m: np.concatenate(a["lerf"]).tolist() for m, a in collect.areas.items() if a["lerf"]},
-         "corpus": prefixes.corpus}, indent=1))
+        {**per_rep[reps[0]], "by_replacement": per_rep, "conservation": cons.tolist(), "corpus": prefixes.corpus},
+        indent=1))
     comparable = _scale_setting(config)
     model_name = "SmolLM2-135M" if comparable else f"SmolLM2-135M cut to {config.model_layers} layers"
     setting = f"{model_name}, {n} held-out prefixes"
@@ -250,10 +332,28 @@ def faithfulness_llm(config, workdir) -> Result:
     return Result(
         metrics=metrics, headline="abc_attnlrp", figures=figures, claims=found,
         notes=(f"{n} held-out prefixes ({', '.join(config.corpora)} test documents), {config.min_tokens}-"
-               f"{config.length} tokens, explaining {model_name}'s greedy next token; input embeddings zeroed in "
-               f"{config.steps} steps{' (the first token of each prefix never zeroed)' if config.protect_first else ''}; "
+               f"{config.length} tokens{' after a BOS token (never removed)' if config.bos else ''}, explaining "
+               f"{model_name}'s greedy next token; input embeddings replaced ({', '.join(reps)}) in "
+               f"{config.steps} steps{' (the first token of each prefix never removed)' if config.protect_first else ''}; "
                "area between LeRF and MoRF curves in logit units. The paper's Table 1 is on LLaMA-2-7B "
                "(4000 examples)."))
+
+
+def first_token_metrics(single: dict[str, np.ndarray]) -> dict[str, float]:
+    """The effect of removing one token alone, from the target logits with nothing removed ('none'),
+    every removable token removed ('all'), the first removable token alone ('first') and one other
+    drawn at random ('other'), each [n]: mean logit drops, the share of the full removal's drop that
+    the single token accounts for (median), and the paired 95% interval of first minus other."""
+    drop_first, drop_other = single["none"] - single["first"], single["none"] - single["other"]
+    drop_all = single["none"] - single["all"]
+    share = drop_first / np.where(np.abs(drop_all) > 1e-6, drop_all, np.nan)
+    out = {"first_token_drop": float(drop_first.mean()), "other_token_drop": float(drop_other.mean()),
+           "all_tokens_drop": float(drop_all.mean()), "first_token_share_median": float(np.nanmedian(share)),
+           "first_token_half_or_more": float(np.mean(np.nan_to_num(share) >= 0.5))}
+    if len(drop_first) > 1:
+        d, lo, hi = faithfulness.paired_bootstrap_ci(drop_first, drop_other, resamples=2000)
+        out.update(first_minus_other_drop=d, first_minus_other_drop_ci_lo=lo, first_minus_other_drop_ci_hi=hi)
+    return out
 
 
 def _cost_from_run(config, model, params, args, kwargs, target, position, times, metrics, setting, comparable):
@@ -535,30 +635,33 @@ def protocol_table(rows: list[dict], reference: str = "attnlrp") -> str:
 
 @registry.experiment("attnlrp/protocol")
 def protocol(config, workdir) -> Result:
-    """`attnlrp/faithfulness_llm` under each BOS mode and replacement value on the same prefixes, with
-    per-corpus results and paired bootstrap intervals against AttnLRP (resumable per setting)."""
+    """`attnlrp/faithfulness_llm` under each BOS mode (the explanations of each mode are measured under
+    every replacement value) on the same sentences and cuts, with per-corpus results, paired bootstrap
+    intervals against AttnLRP and the single-token (first versus other) probes. Resumable per batch."""
     from jaxml.core.config import load_config
-    from jaxml.core.experiment import Rows
 
     workdir = make_workdir(workdir)
-    rows = Rows(workdir / "rows.jsonl")
     per_setting, metrics = {}, {}
     for bos in config.bos_modes:
-        for replacement in config.replacements:
-            setting = f"{'BOS' if bos else 'no BOS'}, {replacement} replacement"
-            stored = rows.get(setting)
-            if stored is None:
-                c = load_config(f"{registry.config_path('attnlrp/faithfulness_llm')}:{config.faithfulness_arg}")
-                c.bos, c.replacement = bool(bos), replacement
-                c.num_examples, c.methods, c.heatmaps = config.num_examples, tuple(config.methods), 0
-                c.cost_claim = False
-                sub = workdir / setting.replace(", ", "_").replace(" ", "-")
-                result = faithfulness_llm(c, sub)
-                per = json.loads((sub / "per_example.json").read_text())
-                stored = rows.add(setting, per=per, metrics={k: v for k, v in result.metrics.items()
-                                                             if isinstance(v, (int, float))})
-            per_setting[setting] = stored["per"]
-            metrics.update({f"{setting}/{k}": v for k, v in stored["metrics"].items() if k.startswith("abc_")})
+        c = load_config(f"{registry.config_path('attnlrp/faithfulness_llm')}:{config.faithfulness_arg}")
+        c.bos, c.replacements = bool(bos), tuple(config.replacements)
+        c.num_examples, c.methods, c.heatmaps = config.num_examples, tuple(config.methods), 0
+        c.cost_claim = False
+        for key in ("length", "steps", "ig_steps", "smoothgrad_samples", "shap_budget", "batch_size"):
+            if config.get(key):
+                c[key] = config[key]
+        mode = "BOS" if bos else "no BOS"
+        sub = workdir / mode.replace(" ", "-")
+        result = faithfulness_llm(c, sub)
+        per = json.loads((sub / "per_example.json").read_text())
+        for r in config.replacements:
+            setting = f"{mode}, {r} replacement"
+            per_setting[setting] = {**per["by_replacement"][r], "corpus": per["corpus"]}
+            prefix = "" if r == config.replacements[0] else f"{r}/"
+            metrics.update({f"{setting}/{k.removeprefix(prefix)}": v for k, v in result.metrics.items()
+                            if k.startswith(prefix) and "/" not in k.removeprefix(prefix)
+                            and (k.removeprefix(prefix).startswith(("abc_", "first_", "other_", "all_")))})
+        metrics.update({f"{mode}/seconds_{m}": result.metrics[f"seconds_{m}"] for m in config.methods})
     table_rows = protocol_rows(per_setting)
     table = protocol_table(table_rows)
     (workdir / "table.md").write_text(table + "\n")

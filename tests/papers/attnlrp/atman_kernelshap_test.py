@@ -63,15 +63,18 @@ def test_atman_is_zero_without_suppression_and_batches_consistently(tiny):
     assert np.abs(full).max() > 1.0
 
 
-def test_kernel_shap_with_every_coalition_equals_exact_shapley_values(tiny):
+@pytest.mark.parametrize("fixed", [0, 1], ids=["all-players", "first-token-fixed"])
+def test_kernel_shap_with_every_coalition_equals_exact_shapley_values(tiny, fixed):
+    """`fixed` leading tokens are not players (a BOS the test never removes): they stay in every
+    coalition and get 0; the players' values are the exact Shapley values of that game."""
     model, params = tiny
     n = 4
-    tokens = np.random.default_rng(2).integers(0, 30, (1, n))
-    args = (jnp.asarray(tokens), jnp.arange(n)[None])
-    target, position = np.array([5]), np.array([n - 1])
+    tokens = np.random.default_rng(2).integers(0, 30, (1, n + fixed))
+    args = (jnp.asarray(tokens), jnp.arange(n + fixed)[None])
+    target, position = np.array([5]), np.array([n + fixed - 1])
     values = explain.relevance(model, params, args, target=target, position=position, rules="gradient").values["embeddings"]
     subsets = list(itertools.product([False, True], repeat=n))
-    removed = ~np.asarray(subsets)
+    removed = np.concatenate([np.zeros((len(subsets), fixed), bool), ~np.asarray(subsets)], 1)
     f = faithfulness.replaced_logits(model, params, args, values, np.zeros_like(values), np.zeros(len(subsets), int),
                                      removed, target=target, position=position, point="embeddings", model_kwargs=None,
                                      logits_fn=explain.default_logits, chunk=16)
@@ -84,8 +87,11 @@ def test_kernel_shap_with_every_coalition_equals_exact_shapley_values(tiny):
             size = sum(s)
             with_i = tuple(True if j == i else s[j] for j in range(n))
             exact[i] += math.factorial(size) * math.factorial(n - size - 1) / math.factorial(n) * (v[with_i] - v[s])
-    got = baselines.kernel_shap(model, params, args, values, target=target, position=position, budget=2 ** n)
-    np.testing.assert_allclose(got[0], exact, rtol=1e-4, atol=1e-5 * np.abs(exact).max())
+    features = np.arange(n + fixed)[None] >= fixed
+    got = baselines.kernel_shap(model, params, args, values, target=target, position=position, budget=2 ** n,
+                                features=features)
+    assert (got[0, :fixed] == 0).all()
+    np.testing.assert_allclose(got[0, fixed:], exact, rtol=1e-4, atol=1e-5 * np.abs(exact).max())
 
 
 def test_kernel_shap_recovers_an_additive_function_from_samples():

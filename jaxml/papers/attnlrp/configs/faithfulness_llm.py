@@ -29,7 +29,9 @@ def get_config(arg=None):
     c.curve_chunk = by_scale(scale, tiny=32, quick=104, full=72)   # perturbed inputs per forward pass
     c.protect_first = False       # True: never zero a prefix's first token (the attention sink)
     c.bos = False                 # True: SmolLM2's start-of-text in front of every prefix, never removed (the paper's <s>)
-    c.replacement = "zero"        # what a removed token's embedding becomes: 'zero' or 'mean' (held-out corpus mean)
+    # what a removed token's embedding becomes, each measured on the same explanations: 'zero' or 'mean'
+    # (the held-out corpus mean); the metrics of the first are unprefixed, the others' '<value>/...'
+    c.replacements = ("zero",)
     c.atman_suppression = 0.9     # AtMan's factor: scores to the suppressed token times (1 - 0.9)
     c.shap_budget = by_scale(scale, tiny=16, quick=64, full=128)   # KernelSHAP coalitions (forward passes) per example
     # tiny: the headline methods (the other baselines' dispatch: tests/papers/attnlrp/baselines_test.py)
