@@ -404,6 +404,9 @@ def cost(config, workdir) -> Result:
                "first_call_seconds_forward_backward": first_fb, "first_call_seconds_attnlrp": first_lrp,
                "first_call_seconds_ig": first_ig}
     metrics.update(claims.cost_ratios(ms_fb, ms_lrp, ms_ig))
+    if config.generation_tokens:
+        metrics.update(generation_cost(model, params, " ".join(prefixes.sentence), tok, config.generation_prompt,
+                                       config.generation_tokens, config.repeats))
     comparable = _scale_setting(config)
     setting = (f"{'SmolLM2-135M' if comparable else f'SmolLM2-135M cut to {config.model_layers} layers'}, batch "
                f"{config.batch_size} x {config.length} tokens, {jax.devices()[0].platform}")
@@ -412,6 +415,42 @@ def cost(config, workdir) -> Result:
         claims=[claims.cost_claim(metrics, setting, config.ig_steps, comparable=comparable)],
         notes=(f"{setting}; median of {config.repeats} warm runs ({config.ig_repeats} for IG), compilation "
                f"excluded; IG with {config.ig_steps} steps ({config.ig_chunk} per vmapped call)."))
+
+
+def generation_cost(model, params, sentence: str, tok, prompt: int, generated: int, repeats: int) -> dict[str, float]:
+    """Warm wall time of explaining G = `generated` tokens after a `prompt`-token prompt (the sentence's
+    own continuation, teacher-forced) with AttnLRP: `explain_generation` (one forward, batched
+    backward passes) against one `relevance` call per generated token (each on the whole sequence,
+    the causal mask hiding the later tokens: one compiled program) and against one batched
+    `relevance` call over the G targets. Median of `repeats` calls each, compilation excluded."""
+    ids = np.asarray(tok.encode(sentence), np.int64)
+    while len(ids) < prompt + generated:                  # a short sentence is repeated, never cut short
+        ids = np.concatenate([ids, ids])
+    prompt_ids, gen = ids[:prompt], ids[prompt:prompt + generated]
+    seq = jnp.asarray(ids[:prompt + generated][None], jnp.int32)
+    pos = jnp.arange(prompt + generated)[None]
+    where = np.arange(prompt - 1, prompt + generated - 1)
+
+    def one_per_token():
+        return [explain.relevance(model, params, (seq, pos), target=[int(g)], position=[int(w)]).values["embeddings"]
+                for g, w in zip(gen, where)]
+
+    def batched():
+        return explain.relevance(model, params, (jnp.repeat(seq, generated, 0), jnp.repeat(pos, generated, 0)),
+                                 target=gen, position=where).values["embeddings"]
+
+    def together():
+        return explain.explain_generation(model, params, prompt_ids, gen).relevance
+
+    out = {}
+    for name, fn in (("explain_generation", together), ("per_token_calls", one_per_token), ("batched_call", batched)):
+        _, ms, _ = timed(fn, repeats)
+        out[f"generation_seconds_{name}"] = ms / 1e3
+    out["generation_per_token_over_explain_generation"] = (out["generation_seconds_per_token_calls"]
+                                                           / out["generation_seconds_explain_generation"])
+    out["generation_batched_over_explain_generation"] = (out["generation_seconds_batched_call"]
+                                                         / out["generation_seconds_explain_generation"])
+    return out
 
 
 # --- MiniLM sentence similarity -------------------------------------------------------------------
@@ -682,38 +721,59 @@ def protocol(config, workdir) -> Result:
 def plausibility_experiment(config, workdir) -> Result:
     """The planted-fact task (`plausibility.py`) on SmolLM2: for the examples whose greedy next token
     is the planted value's first token, the share whose most relevant token lies in the value's span,
-    per method (with a 95% bootstrap interval over examples), and the model's accuracy."""
+    per method (with a 95% bootstrap interval over examples), and the model's accuracy.
+
+    The greedy pass runs over all examples first; only the correctly answered ones are explained
+    (in full batches), each finished batch stored in `<workdir>/batches.jsonl` (a killed run resumes)."""
     from jaxml.papers.attnlrp import plausibility
 
     workdir = make_workdir(workdir)
     model, params, tok = smollm2(config.model_layers)
     ex = plausibility.planted_fact_examples(tok, tuple(config.corpora), n=config.num_examples, length=config.length,
-                                            seed=config.seed)
+                                            context_sentences=config.context_sentences, seed=config.seed)
     methods = tuple(config.methods)
-    hits = {m: [] for m in methods}
-    correct = []
     last = config.length - 1
+    inputs = lambda take: ((jnp.asarray(ex.tokens[take]), jnp.asarray(ex.positions[take])),
+                           {"key_valid": jnp.asarray(ex.valid[take])})
+    predicted = []
     for sl, take in _batches(config.num_examples, config.batch_size):
+        args, kwargs = inputs(take)
+        predicted += np.asarray(_greedy_program(model)(params, args, kwargs, jnp.full(len(take), last)))[
+            :sl.stop - sl.start].tolist()
+    right = np.asarray(predicted) == ex.answer_ids
+    correct = np.flatnonzero(right) if config.only_correct else np.arange(config.num_examples)
+    print(f"[attnlrp] plausibility: the model answers {right.sum()}/{config.num_examples} planted facts", flush=True)
+    stored = Rows(workdir / "batches.jsonl")
+    fingerprint = _fingerprint(config, ("model_layers", "corpora", "num_examples", "length", "context_sentences",
+                                        "batch_size", "methods", "ig_steps", "ig_chunk", "smoothgrad_samples",
+                                        "smoothgrad_noise", "atman_suppression", "shap_budget", "seed"))
+    hits = {m: [] for m in methods}
+    for sl, pick in _batches(len(correct), config.batch_size):
         real = sl.stop - sl.start
-        args = (jnp.asarray(ex.tokens[take]), jnp.asarray(ex.positions[take]))
-        kwargs = {"key_valid": jnp.asarray(ex.valid[take])}
-        position = np.full(config.batch_size, last)
-        target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
-        ok = (target == ex.answer_ids[take])[:real]
-        correct += ok.tolist()
-        values = None
+        take = correct[pick]
+        key = f"{sl.start}-{sl.stop}/{fingerprint}"
+        row = stored.get(key)
+        if row is None:
+            args, kwargs = inputs(take)
+            position = np.full(config.batch_size, last)
+            target = ex.answer_ids[take]
+            lrp = explain.relevance(model, params, args, target=target, position=position, rules="attnlrp",
+                                    model_kwargs=kwargs)
+            values = lrp.values["embeddings"]
+            got = {}
+            for m in methods:
+                scores = (lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
+                    m, model, params, args, kwargs, target, position, config, seed=sl.start,
+                    shape=values.shape[:2], values=values, removable=ex.valid[take]))
+                got[m] = plausibility.top_token_in_span(scores, ex.answer_span[take], ex.valid[take])[:real].tolist()
+            row = stored.add(key, hits=got)
         for m in methods:
-            if m == "attnlrp" or values is None:
-                lrp = explain.relevance(model, params, args, target=target, position=position, rules="attnlrp",
-                                        model_kwargs=kwargs)
-                values = lrp.values["embeddings"]
-            scores = (lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
-                m, model, params, args, kwargs, target, position, config, seed=sl.start,
-                shape=values.shape[:2], values=values))
-            hit = plausibility.top_token_in_span(scores, ex.answer_span[take], ex.valid[take])[:real]
-            hits[m] += hit[ok].tolist()
-        print(f"[attnlrp] plausibility {sl.stop}/{config.num_examples}: model correct {np.mean(correct):.2f}", flush=True)
-    metrics = {"model_accuracy": float(np.mean(correct)), "num_explained": float(sum(correct))}
+            hits[m] += row["hits"][m]
+        print(f"[attnlrp] plausibility {sl.stop}/{len(correct)} explained: "
+              + ", ".join(f"{m} {np.mean(h):.2f}" for m, h in hits.items()), flush=True)
+    metrics = {"model_accuracy": float(right.mean()), "num_explained": float(len(correct)),
+               "chance": float(np.mean(ex.answer_span[correct].sum(1) / ex.valid[correct].sum(1)))
+               if len(correct) else float("nan")}
     rng = np.random.default_rng(0)
     for m, h in hits.items():
         h = np.asarray(h, np.float64)
@@ -724,8 +784,9 @@ def plausibility_experiment(config, workdir) -> Result:
     metrics = {k: v for k, v in metrics.items() if np.isfinite(v)}
     return Result(metrics=metrics, headline="model_accuracy" if "hit_attnlrp" not in metrics else "hit_attnlrp",
                   notes=f"{config.num_examples} planted facts in held-out {', '.join(config.corpora)} passages, "
-                        f"{sum(correct)} answered correctly by the model and explained; share whose top token lies "
-                        "in the planted value")
+                        f"{right.sum()} answered correctly by the model, {len(correct)} explained (the answer's "
+                        "logit); share whose top token lies in the planted value ('chance': the value's share of "
+                        "the tokens)")
 
 
 @registry.experiment("attnlrp/compressed")
@@ -752,7 +813,7 @@ def compressed_experiment(config, workdir) -> Result:
     rules_q = compressed.quantized_rules("attnlrp", report.act_format)
     n = config.num_examples
     prefixes = data.sample_prefixes(tok, tuple(config.corpora), n=n, length=config.length,
-                                    min_tokens=config.min_tokens, seed=config.seed)
+                                    min_tokens=config.min_tokens, seed=config.seed, bos=config.bos)
     last = config.length - 1
     fractions = np.linspace(0, 1, config.steps)
     rho, same, abc_fp, abc_q = [], [], [], []
@@ -767,7 +828,7 @@ def compressed_experiment(config, workdir) -> Result:
                                model_kwargs=kwargs)
         q = explain.relevance(model, params_q, args, target=target, position=position, rules=rules_q,
                               model_kwargs=kwargs)
-        valid = prefixes.valid[take]
+        valid = prefixes.removable()[take]     # the tokens the perturbation test may remove (no BOS, no padding)
         for b in range(real):
             rho.append(float(spearmanr(fp.per_token("embeddings")[b][valid[b]],
                                        q.per_token("embeddings")[b][valid[b]]).statistic))
@@ -786,4 +847,5 @@ def compressed_experiment(config, workdir) -> Result:
                "fp_minus_quantized_ci_hi": hi, "bits_per_weight": float(report.bits_per_weight)}
     return Result(metrics=metrics, headline="spearman_mean",
                   notes=f"{method.label} ({report.bits_per_weight:.2f} bits per weight) vs the full model, {n} "
-                        f"held-out prefixes; AttnLRP relevance of the full model's greedy next token")
+                        f"held-out prefixes{' after a BOS token' if config.bos else ''}; AttnLRP relevance of the "
+                        "full model's greedy next token, Spearman over the removable tokens")

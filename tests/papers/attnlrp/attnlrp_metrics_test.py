@@ -147,3 +147,29 @@ def test_protocol_rows_pair_methods_within_each_corpus():
     assert by[("b", "random")]["diff"] == pytest.approx(3.0) and by[("b", "random")]["n"] == 2
     assert by[("all", "random")]["ci_lo"] <= by[("all", "random")]["diff"] <= by[("all", "random")]["ci_hi"]
     assert by[("a", "attnlrp")]["morf"] == pytest.approx(0.5) and by[("b", "random")]["lerf"] == pytest.approx(2.0)
+
+
+def test_single_removals_probe_the_first_and_one_other_removable_token():
+    from jaxml.papers.attnlrp.experiments import single_removals
+
+    removable = np.array([[False, False, True, True, True], [False, True, True, False, True]])
+    first, other = single_removals(removable, seed=3)
+    np.testing.assert_array_equal(first, [[0, 0, 1, 0, 0], [0, 1, 0, 0, 0]])
+    assert (other.sum(1) == 1).all() and not (other & first).any() and not (other & ~removable).any()
+    np.testing.assert_array_equal(other, single_removals(removable, seed=3)[1])       # seeded
+
+
+def test_first_token_metrics_by_hand():
+    from jaxml.papers.attnlrp.experiments import first_token_metrics
+
+    single = {"none": np.array([10.0, 8.0, 6.0]), "all": np.array([0.0, 4.0, 6.0]),
+              "first": np.array([5.0, 7.0, 6.0]), "other": np.array([9.0, 8.0, 7.0])}
+    got = first_token_metrics(single)
+    assert got["first_token_drop"] == pytest.approx((5 + 1 + 0) / 3)
+    assert got["other_token_drop"] == pytest.approx((1 + 0 - 1) / 3)
+    assert got["all_tokens_drop"] == pytest.approx((10 + 4 + 0) / 3)
+    # shares of the full removal's drop: 5/10, 1/4, undefined (no drop) -> median of 0.5 and 0.25
+    assert got["first_token_share_median"] == pytest.approx(0.375)
+    assert got["first_token_half_or_more"] == pytest.approx(1 / 3)
+    assert got["first_minus_other_drop"] == pytest.approx(2.0)
+    assert got["first_minus_other_drop_ci_lo"] <= 2.0 <= got["first_minus_other_drop_ci_hi"]

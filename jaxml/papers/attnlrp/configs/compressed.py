@@ -21,6 +21,7 @@ def get_config(arg=None):
     c.num_examples = by_scale(scale, tiny=4, quick=16, full=200)
     c.length = 24
     c.min_tokens = 8
+    c.bos = True                  # SmolLM2's start-of-text in front (the paper's protocol), never removed
     c.batch_size = by_scale(scale, tiny=2, quick=8, full=8)
     c.steps = by_scale(scale, tiny=5, quick=5, full=9)
     c.curve_chunk = by_scale(scale, tiny=32, quick=104, full=72)

@@ -14,17 +14,22 @@ def get_config(arg=None):
     c, scale = experiment_config("attnlrp/plausibility", arg)
     c.model_layers = by_scale(scale, tiny=2, quick=0, full=0)
     c.corpora = ("austen", "shakespeare")
-    c.num_examples = by_scale(scale, tiny=4, quick=16, full=400)
-    c.length = 96
+    c.num_examples = by_scale(scale, tiny=4, quick=16, full=300)
+    c.length = 64
+    c.context_sentences = 2       # held-out sentences around the planted one
+    # explain only the examples the model answers (the paper's measure); tiny: all (its cut model never answers)
+    c.only_correct = by_scale(scale, tiny=False, quick=True, full=True)
     c.batch_size = by_scale(scale, tiny=2, quick=8, full=8)
     c.methods = by_scale(scale, tiny=("attnlrp", "gradient_x_input", "random"),
                          quick=("attnlrp", "gradient_x_input", "integrated_gradients", "random"),
                          full=("attnlrp", "cp_lrp", "gradient_x_input", "integrated_gradients", "smoothgrad",
-                               "attention_rollout", "atman", "random"))
-    c.ig_steps = by_scale(scale, tiny=4, quick=8, full=32)
+                               "attention_rollout", "atman", "kernel_shap", "random"))
+    # the budgets of the protocol's full run (configs/protocol.py)
+    c.ig_steps = by_scale(scale, tiny=4, quick=8, full=16)
     c.ig_chunk = by_scale(scale, tiny=1, quick=1, full=8)
-    c.smoothgrad_samples = 16
+    c.smoothgrad_samples = 8
     c.smoothgrad_noise = 0.1
     c.atman_suppression = 0.9
-    c.shap_budget = 128
+    c.shap_budget = 48
+    c.curve_chunk = 72            # rows per forward pass (KernelSHAP's coalitions)
     return c
