@@ -23,7 +23,7 @@ on GPU a global-memory (L2-resident) load each iteration rather than n^2 values 
 registers across the loop.
 
 What has been run where: interpret mode only (`interpret=True`, CPU, jax 0.10.2). The GPU path
-(Triton, chosen with `pallas.triton.CompilerParams` as in `kernels/lqer_matmul`) and the TPU path
+(Triton, chosen with `pallas.triton.CompilerParams` through `kernels.common.compiler_params`) and the TPU path
 (Mosaic) have NOT been compiled or run on hardware. Expected limit on GPU: Triton stages both
 dot operands in shared memory, 4 * n_pad * (n_pad + rows) bytes, which exceeds an H100/H200 SM's
 ~228 KB from n_pad = 256 on; `api.fixed_point(implementation='auto')` therefore takes XLA for
