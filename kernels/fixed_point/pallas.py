@@ -22,11 +22,16 @@ w is read from its ref inside the loop body: on TPU that is a VMEM read of the r
 on GPU a global-memory (L2-resident) load each iteration rather than n^2 values pinned in
 registers across the loop.
 
-What has been run where: interpret mode only (`interpret=True`, CPU, jax 0.10.2). The GPU path
-(Triton, chosen with `pallas.triton.CompilerParams` through `kernels.common.compiler_params`) and the TPU path
-(Mosaic) have NOT been compiled or run on hardware. Expected limit on GPU: Triton stages both
-dot operands in shared memory, 4 * n_pad * (n_pad + rows) bytes, which exceeds an H100/H200 SM's
-~228 KB from n_pad = 256 on; `api.fixed_point(implementation='auto')` therefore takes XLA for
+What has been run where (CPU, jax 0.10.2): both kernels run in Pallas' generic interpreter (the
+default suite's value, gradient and group tests) and in its TPU interpreter (VMEM/HBM and the grid
+simulated, races detected, unwritten memory read as NaN: `test_kernels_match_reference_in_the_tpu_
+interpreter`), and lower (Pallas -> Mosaic for TPU, Pallas -> Triton for CUDA, padded and unpadded
+tiles: `test_kernels_lower_for_gpu_and_tpu`). Lowering is not compiling: neither has been compiled
+by Mosaic or Triton or run on hardware (no device was lent). The GPU path uses Triton compiler
+params (`kernels.common.compiler_params`), the TPU path ("parallel" groups) the same blocks: each
+is the whole array in its last two dimensions, which Mosaic accepts. Expected limit on GPU: Triton
+stages both dot operands in shared memory, 4 * n_pad * (n_pad + rows) bytes, which exceeds an
+H100/H200 SM's ~228 KB from n_pad = 256 on; `api.fixed_point(implementation='auto')` therefore takes XLA for
 larger layers (an estimate, not a measurement).
 """
 
