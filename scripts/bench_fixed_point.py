@@ -65,16 +65,16 @@ def main(argv=None):
     batches, widths = (64, 1024), (80, 256, 1024)
     implementations = ("xla", "pallas")
     reps = args.reps or (5 if args.quick else 20)
-    if on_cpu:
+    if on_cpu and args.cpu_interpret:
+        print("CPU: the Pallas numbers below are interpret mode, NOT a benchmark (smoke test of the script).")
+        batches, widths = (8,), (16,)
+        reps = args.reps or 1
+    elif on_cpu:
         print("CPU: Pallas is skipped (its kernels run only in interpret mode here, which is a correctness "
               "tool, not a performance path); timing the XLA path alone. Kernel numbers come from a GPU run "
               "(scripts/device_check.sh).")
         implementations = ("xla",)
-        if args.cpu_interpret:
-            print("CPU: the Pallas numbers below are interpret mode, NOT a benchmark (smoke test of the script).")
-            implementations, batches, widths = ("xla", "pallas"), (8,), (16,)
-            reps = args.reps or 1
-        elif args.quick:
+        if args.quick:
             widths = (80, 256)
             reps = args.reps or 3
     elif args.quick:

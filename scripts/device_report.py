@@ -5,7 +5,8 @@
 
 Each benchmark writes {"device", "backend", "jax", ..., <a list of row dicts>}; a row holds its
 case (scalars such as len, m, k, n, batch) and one dict per implementation with its timings
-(keys ending in `_ms` or `ms`), plus ratios computed in the same run (keys with `_over_`). The
+(keys ending in `_ms` or `ms`), plus ratios computed in the same run (keys with `_over_` or
+starting with `speedup`) and accuracy checks (keys starting with `max_abs`). The
 table has one line per (benchmark, case, implementation) and one per ratio. A file that is missing
 or unreadable is reported as such, not skipped silently.
 """
@@ -24,6 +25,18 @@ def _rows(result: dict) -> list[dict]:
     return []
 
 
+def _is_ratio(key: str) -> bool:
+    return "_over_" in key or key.startswith(("speedup", "max_abs"))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
 def table(paths: list[str]) -> str:
     lines = ["| benchmark | device | case | implementation | result |", "|---|---|---|---|---|"]
     for path in paths:
@@ -38,19 +51,16 @@ def table(paths: list[str]) -> str:
         if not rows:
             lines.append(f"| {name} | {device} | | | no rows |")
         for row in rows:
-            case = ", ".join(f"{k} {v}" for k, v in row.items() if not isinstance(v, (dict, list)) and "_over_" not in k
-                             and not k.startswith("max_abs"))
+            case = ", ".join(f"{k} {v}" for k, v in row.items() if not isinstance(v, (dict, list)) and not _is_ratio(k))
             for impl, value in row.items():
-                if isinstance(value, dict):
-                    if "error" in value:
-                        text = f"FAILED: {value['error'][:160]}"
-                    else:
-                        text = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
+                if isinstance(value, dict) and not _is_ratio(impl):
+                    text = (f"FAILED: {value['error'][:160]}" if "error" in value
+                            else ", ".join(f"{k} {_fmt(v)}" for k, v in value.items()))
                     lines.append(f"| {name} | {device} | {case} | {impl} | {text} |")
-            ratios = {k: v for k, v in row.items() if "_over_" in k or k.startswith("max_abs")}
+            ratios = {k: v for k, v in row.items() if _is_ratio(k)}
             if ratios:
                 lines.append(f"| {name} | {device} | {case} | ratios (same run) | "
-                             + ", ".join(f"{k} {v:.3g}" for k, v in ratios.items()) + " |")
+                             + ", ".join(f"{k} {_fmt(v)}" for k, v in ratios.items()) + " |")
     return "\n".join(lines)
 
 
