@@ -1,19 +1,31 @@
 #!/usr/bin/env python3
-"""Speed of `kernels.attention_lrp`: the Pallas flash kernels against the XLA reference.
+"""Speed of `kernels.attention_lrp`: the Pallas flash kernels against the XLA reference and
+`jax.nn.dot_product_attention`.
 
     python scripts/bench_attention_lrp.py [--lens=512,2048] [--batch=4] [--heads=9] [--kv_heads=3]
         [--head_dim=64] [--dtype=bfloat16] [--causal] [--lrp] [--reps=10] [--out=bench.json]
 
-Both implementations run in this one process on this device, at each shape, after a warm-up
+Every implementation runs in this one process on this device, at each shape, after a warm-up
 call (compilation excluded and reported separately): the forward pass alone and forward plus
-backward (jax.grad w.r.t. q, k, v). The table gives milliseconds (median of --reps) and the
-ratio xla / pallas (> 1: the kernel is faster), and the largest difference between the two
-outputs and gradients as a sanity check. The default shape is SmolLM2-135M's attention
-(9 query heads, 3 kv heads, head_dim 64), causal, bfloat16.
+backward (jax.grad w.r.t. q, k, v). The rows:
+
+- `xla`: `attention(..., implementation='xla')`, the jnp reference (with the AttnLRP gradient
+  scaling when --lrp);
+- `pallas`: `attention(..., implementation='pallas')`, the flash kernels;
+- `jax.nn[None]`, `jax.nn[cudnn]`, `jax.nn[xla]`: `jax.nn.dot_product_attention` with
+  implementation=None (jax's choice: cuDNN's fused attention where it applies), 'cudnn' (GPU
+  only; an error row where cuDNN does not take the shape or dtype) and 'xla', as baselines. They
+  compute exact gradients: with --lrp their backward does less than ours (no scaling), which is
+  negligible next to the attention itself.
+
+The table gives milliseconds (median of --reps), the ratios xla / pallas and best jax.nn / pallas
+(> 1: the kernel is faster), and the largest difference to `xla` of each output (and of the
+Pallas gradients) as a sanity check. The default shape is SmolLM2-135M's attention (9 query
+heads, 3 kv heads, head_dim 64), causal, bfloat16.
 
 On CPU the kernels only run in interpret mode, which is a correctness tool and not a benchmark:
-the script says so, times the XLA path alone at a reduced shape, and exits quickly. The GPU
-numbers come from `scripts/device_check.sh`.
+the script says so, times the XLA paths alone (ours and jax.nn's) at a reduced shape, and exits
+in seconds. The GPU numbers come from `scripts/device_check.sh`.
 """
 
 from __future__ import annotations
@@ -45,13 +57,22 @@ _CPU_INTERPRET = flags.DEFINE_bool("cpu_interpret", False, "On CPU, also run the
 
 
 def _functions(implementation, causal, lrp):
+    """(forward, forward + backward), jitted; implementation 'xla' / 'pallas' (ours) or
+    'jax.nn[X]' (jax.nn.dot_product_attention with implementation=X, X in None, cudnn, xla)."""
     import jax
     import jax.numpy as jnp
 
     from kernels.attention_lrp import attention
 
-    def forward(q, k, v):
-        return attention(q, k, v, causal=causal, lrp=lrp, implementation=implementation)
+    if implementation.startswith("jax.nn["):
+        nn_impl = implementation[len("jax.nn["):-1]
+        nn_impl = None if nn_impl == "None" else nn_impl
+
+        def forward(q, k, v):
+            return jax.nn.dot_product_attention(q, k, v, is_causal=causal, implementation=nn_impl)
+    else:
+        def forward(q, k, v):
+            return attention(q, k, v, causal=causal, lrp=lrp, implementation=implementation)
 
     def forward_backward(q, k, v, w):
         loss = lambda q, k, v: jnp.sum(forward(q, k, v).astype(jnp.float32) * w)  # noqa: E731
@@ -72,13 +93,14 @@ def main(argv):
     dtype = jnp.dtype(_DTYPE.value)
     lens = [int(n) for n in _LENS.value]
     batch, reps = _BATCH.value, _REPS.value
-    implementations = ("xla", "pallas")
+    baselines = ("jax.nn[None]", "jax.nn[xla]") + (("jax.nn[cudnn]",) if backend == "gpu" else ())
+    implementations = ("xla", "pallas") + baselines
     if on_cpu and _CPU_INTERPRET.value:
         print("CPU: the Pallas numbers below are interpret mode, NOT a benchmark (smoke test of the script).")
     elif on_cpu:
         print("CPU: Pallas kernels run only in interpret mode here, which is not a benchmark; timing the "
-              "XLA path alone at a reduced shape (the kernel numbers come from a GPU run).")
-        lens, batch, reps, implementations = [min(lens)], 1, 2, ("xla",)
+              "XLA paths alone at a reduced shape (the kernel numbers come from a GPU run).")
+        lens, batch, reps, implementations = [min(lens)], 1, 2, ("xla",) + baselines
     h, kv_heads, d = _HEADS.value, _KV_HEADS.value, _HEAD_DIM.value
     results = {"device": str(jax.devices()[0]), "backend": backend, "jax": jax.__version__,
                "dtype": dtype.name, "causal": _CAUSAL.value, "lrp": _LRP.value, "batch": batch,
@@ -107,16 +129,30 @@ def main(argv):
             outputs[impl] = (out, grads)
             row[impl] = {"forward_ms": ms_f, "forward_backward_ms": ms_b,
                          "first_forward_s_incl_compile": first_f, "first_forward_backward_s_incl_compile": first_b}
-            print(f"len {n:5d} {impl:>6}: forward {ms_f:8.3f} ms   forward+backward {ms_b:8.3f} ms   "
+            print(f"len {n:5d} {impl:>13}: forward {ms_f:8.3f} ms   forward+backward {ms_b:8.3f} ms   "
                   f"(first calls {first_f:.1f} s, {first_b:.1f} s incl. compilation)")
-        if len(outputs) == 2:
-            row["speedup_forward"] = row["xla"]["forward_ms"] / row["pallas"]["forward_ms"]
-            row["speedup_forward_backward"] = row["xla"]["forward_backward_ms"] / row["pallas"]["forward_backward_ms"]
-            diff = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32)))),
-                                outputs["xla"], outputs["pallas"])
-            row["max_abs_diff"] = {"out": diff[0], "dq": diff[1][0], "dk": diff[1][1], "dv": diff[1][2]}
-            print(f"len {n:5d}  xla/pallas: forward x{row['speedup_forward']:.2f}, forward+backward "
-                  f"x{row['speedup_forward_backward']:.2f}; max |xla - pallas| {row['max_abs_diff']}")
+        if "xla" in outputs:
+            err = lambda a, b: float(jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32))))  # noqa: E731
+            for impl in outputs:
+                if impl == "xla":
+                    continue
+                row[impl]["max_abs_diff_out_vs_xla"] = err(outputs[impl][0], outputs["xla"][0])
+            if "pallas" in outputs:
+                grads = jax.tree.map(err, outputs["xla"][1], outputs["pallas"][1])
+                row["max_abs_diff"] = {"out": row["pallas"]["max_abs_diff_out_vs_xla"], "dq": grads[0],
+                                       "dk": grads[1], "dv": grads[2]}
+                print(f"len {n:5d}  max |xla - pallas| {row['max_abs_diff']}")
+        if "pallas" in outputs:
+            for ref in ["xla"] + [b for b in baselines if b in outputs]:
+                for what in ("forward", "forward_backward"):
+                    row[f"speedup_{what}_{ref}"] = row[ref][f"{what}_ms"] / row["pallas"][f"{what}_ms"]
+            nn = [b for b in baselines if b in outputs]
+            best = {what: min(nn, key=lambda b: row[b][f"{what}_ms"]) for what in ("forward", "forward_backward")} \
+                if nn else {}
+            print(f"len {n:5d}  xla/pallas: forward x{row['speedup_forward_xla']:.2f}, forward+backward "
+                  f"x{row['speedup_forward_backward_xla']:.2f}" + "".join(
+                      f"; best jax.nn/pallas {what}: {b} x{row[f'speedup_{what}_{b}']:.2f}"
+                      for what, b in best.items()))
         results["shapes"].append(row)
     if _OUT.value:
         pathlib.Path(_OUT.value).write_text(json.dumps(results, indent=2))

@@ -50,6 +50,9 @@ def main(argv=None):
     parser.add_argument("--weights", choices=("slow", "init"), default="slow")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions (median reported)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--cpu_interpret", action="store_true",
+                        help="on CPU, also run the kernels in interpret mode at one small size (a smoke test of "
+                             "this script, e.g. `scripts/device_check.sh --dry-run`; not a benchmark)")
     args = parser.parse_args(argv)
 
     import jax
@@ -62,7 +65,11 @@ def main(argv=None):
     batches, widths = (64, 1024), (80, 256, 1024)
     implementations = ("xla", "pallas")
     reps = args.reps or (5 if args.quick else 20)
-    if on_cpu:
+    if on_cpu and args.cpu_interpret:
+        print("CPU: the Pallas numbers below are interpret mode, NOT a benchmark (smoke test of the script).")
+        batches, widths = (8,), (16,)
+        reps = args.reps or 1
+    elif on_cpu:
         print("CPU: Pallas is skipped (its kernels run only in interpret mode here, which is a correctness "
               "tool, not a performance path); timing the XLA path alone. Kernel numbers come from a GPU run "
               "(scripts/device_check.sh).")

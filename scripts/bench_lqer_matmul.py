@@ -15,9 +15,12 @@ The default shapes are a 4096 x 4096 projection (LLaMA-7B's q/k/v/o) and SmolLM2
 (576 x 1536), M in {1, 16, 512} (decoding, small batch, prefill), rank 32 (LQER's W4A8 setting).
 The largest |fused - xla| is printed as a sanity check.
 
-On CPU the kernel runs only in interpret mode, which is a correctness tool and not a benchmark:
-the script says so, times the XLA path alone at a reduced shape, and exits quickly. The GPU
-numbers come from `scripts/device_check.sh`.
+The kernel variant follows jax's backend (`lqer_matmul`'s default `backend=`): the Mosaic kernel
+(grid over K, (8, 128) tiles) on a TPU, the Triton one on a GPU. On CPU the kernel runs only in
+interpret mode, which is a correctness tool and not a benchmark: the script says so, times the
+XLA path alone at a reduced shape, and exits quickly. The device numbers come from
+`scripts/device_check.sh`; the kernel has not yet been compiled on a TPU or GPU (see
+`kernels/lqer_matmul/pallas.py`).
 """
 
 from __future__ import annotations

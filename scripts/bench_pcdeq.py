@@ -214,7 +214,9 @@ def main(argv):
             raise app.UsageError(f"--models: {model!r} is not one of {sorted(SPECS)}")
         steps = _STEPS.value or (STEPS_PER_EPOCH if model == "linear" else 120)
         row = {"steps": steps, "jaxml": bench_jaxml(model, steps, images, labels)}
-        if _TORCH.value:
+        if not _TORCH.value:
+            row["torch"] = {"skipped": "--notorch"}
+        else:
             try:
                 row["torch"] = bench_torch(model, steps, images, labels)
             except ImportError as e:
@@ -227,6 +229,8 @@ def main(argv):
             row["speedup"] = t["s_per_step"] / j["s_per_step"]
             line += (f"; torch {t['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch (fwd {t['forward_iterations']:.1f} / "
                      f"bwd {t['backward_iterations']:.1f} it); jaxml is {row['speedup']:.2f}x faster")
+        else:
+            line += f"; torch not timed: {t['skipped']}"
         print(line, flush=True)
     if _OUT.value:
         pathlib.Path(_OUT.value).write_text(json.dumps(results, indent=2))

@@ -9,9 +9,16 @@ the exact gradient (`lrp=False`), or the AttnLRP one (`lrp=True`): the exact dq,
 flash-attention kernel of `pallas.py` (forward and backward kernels, interpret mode on CPU);
 'auto' picks Pallas on GPU/TPU and XLA elsewhere (`kernels.common.resolve_implementation`).
 
+`backend=` ('cpu', 'tpu', 'gpu'/'cuda'/'rocm'; default jax's) names the platform the call is
+built for: it picks the implementation, the kernel target (Mosaic TPU or Triton, with its block
+shapes and layout, see `pallas.py`) and whether to interpret, so a CPU host can trace for a TPU
+or a GPU and lower (`jax.jit(f).trace(...).lower(lowering_platforms=("tpu",))`).
+`interpret=pltpu.InterpretParams(...)` (e.g. `kernels.common.tpu_interpret_params()`) runs the
+TPU variant under Pallas' TPU interpreter on CPU.
+
 Lengths that are not multiples of the blocks are padded inside (keys past the true length are
 masked in the kernel, padded queries are dropped), and head_dim is zero-padded to a power of 2;
-nothing is asked of the caller. Only interpret mode has been run (see `pallas.py`).
+nothing is asked of the caller. What has been run, interpreted and lowered: see `pallas.py`.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from kernels.attention_lrp import pallas
 from kernels.attention_lrp.pallas import BlockSizes
 from kernels.attention_lrp.reference import (EXACT_GRAD_SCALES, LRP_GRAD_SCALES, MASK_VALUE,
                                              attention_reference, scale_gradients)
-from kernels.common import interpret_default, resolve_implementation
+from kernels.common import resolve_implementation, resolve_interpret, target_platform
 
 BACKWARDS = ("pallas", "xla")
 _DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16)
@@ -42,7 +49,8 @@ class _Static:
     kv_len: int
     head_dim: int
     block_sizes: BlockSizes
-    interpret: bool
+    interpret: object  # bool, or a pltpu.InterpretParams (the TPU interpreter)
+    target: str  # 'tpu', 'gpu' or 'interpret' (kernels.common.target_platform)
     grad_scales: tuple[float, float, float]
     backward: str
     # Some row may have no visible key (then the API substitutes the reference's value).
@@ -79,7 +87,8 @@ def _check_inputs(q, k, v, mask, key_valid):
 
 
 def _kernel_masks(mask, key_valid, b, t, s, t_pad, s_pad):
-    """(int32 key_valid [b, s_pad] or None, int8 mask [1|b, 1|h, t_pad, s_pad] or None).
+    """(int32 key_valid [b, s_pad] or None, int8 mask [1|b, 1|h, t_pad, s_pad] or None); `pallas.py`
+    lays them out for its target.
 
     A dense mask that varies only over keys ([b|1, 1, 1, s]) is folded into key_valid.
     """
@@ -124,7 +133,7 @@ def _pallas_forward(q, k, v, key_valid, mask, st: _Static):
     key_valid, mask = _kernel_masks(mask, key_valid, q.shape[0], st.q_len, st.kv_len, t_pad, s_pad)
     o, lse = pallas.flash_attention_forward(
         qt, kt, vt, key_valid, mask, scale=st.scale, causal=st.causal, offset=st.kv_len - st.q_len,
-        kv_len=st.kv_len, block_sizes=bs, interpret=st.interpret)
+        kv_len=st.kv_len, block_sizes=bs, interpret=st.interpret, target=st.target)
     out = _from_kernel(o, st.q_len, st.head_dim)
     if st.may_mask_rows:
         # The reference gives a row with no visible key uniform weights: the mean of all v.
@@ -167,7 +176,7 @@ def _pallas_attention_bwd(st: _Static, res, g):
     dq, dk, dv = pallas.flash_attention_backward(
         qt, kt, vt, key_valid, mask, o, lse, do, scale=st.scale, causal=st.causal,
         offset=st.kv_len - st.q_len, kv_len=st.kv_len, block_sizes=st.block_sizes,
-        interpret=st.interpret, grad_scales=st.grad_scales)
+        interpret=st.interpret, grad_scales=st.grad_scales, target=st.target)
     if st.may_mask_rows:
         # A row with no visible key spreads 1/kv_len of its cotangent to every real v (and
         # nothing to q, k: the mask's `where` blocks the logits' gradient).
@@ -185,9 +194,9 @@ _pallas_attention.defvjp(_pallas_attention_fwd, _pallas_attention_bwd)
 
 
 @functools.partial(jax.jit, static_argnames=("causal", "scale", "lrp", "implementation", "block_sizes",
-                                             "interpret", "backward"))
+                                             "interpret", "target", "backward"))
 def _attention(q, k, v, mask, key_valid, *, causal, scale, lrp, implementation, block_sizes, interpret,
-               backward):
+               target, backward):
     grad_scales = LRP_GRAD_SCALES if lrp else EXACT_GRAD_SCALES
     if implementation == "xla":
         if lrp:
@@ -195,9 +204,9 @@ def _attention(q, k, v, mask, key_valid, *, causal, scale, lrp, implementation, 
         return attention_reference(q, k, v, mask, causal, key_valid, scale)
     b, t, h, d = q.shape
     s = k.shape[1]
-    bs = (BlockSizes.get_default(t, s, d) if block_sizes is None else block_sizes.fit(t, s))
+    bs = (BlockSizes.get_default(t, s, d, target) if block_sizes is None else block_sizes.fit(t, s, target))
     st = _Static(scale=scale, causal=causal, q_len=t, kv_len=s, head_dim=d, block_sizes=bs,
-                 interpret=interpret, grad_scales=grad_scales, backward=backward,
+                 interpret=interpret, target=target, grad_scales=grad_scales, backward=backward,
                  may_mask_rows=mask is not None or key_valid is not None or (causal and t > s))
     return _pallas_attention(q, k, v, key_valid, mask, st)
 
@@ -205,7 +214,7 @@ def _attention(q, k, v, mask, key_valid, *, causal, scale, lrp, implementation, 
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, *, mask: jax.Array | None = None,
               causal: bool = False, key_valid: jax.Array | None = None, scale: float | None = None,
               lrp: bool = False, implementation: str = "auto", block_sizes: BlockSizes | None = None,
-              interpret: bool | None = None, backward: str = "pallas") -> jax.Array:
+              interpret=None, backward: str = "pallas", backend: str | None = None) -> jax.Array:
     """Masked grouped-query attention; `lrp=True` gives its backward the AttnLRP rule.
 
     Args:
@@ -219,26 +228,44 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, *, mask: jax.Array | Non
         logits are -1e30, as in `jaxml.nn.attention`), with finite gradients.
       scale: logit scale, default head_dim ** -0.5.
       lrp: False = exact gradients; True = dq x 1/4, dk x 1/4, dv x 1/2 (the forward is unchanged).
-      implementation: 'xla' (the jnp reference), 'pallas' (the kernels) or 'auto'.
-      block_sizes: kernel tiles (`BlockSizes`), default `BlockSizes.get_default`; shrunk for
-        short inputs. Lengths need not be multiples: the API pads and masks.
-      interpret: run the Pallas kernels in interpret mode; default True on CPU only.
+      implementation: 'xla' (the jnp reference), 'pallas' (the kernels) or 'auto' (Pallas on a
+        TPU, and on a GPU where Pallas has Triton; XLA elsewhere).
+      block_sizes: kernel tiles (`BlockSizes`), default `BlockSizes.get_default` for the target;
+        shrunk for short inputs, checked against the target's minimums. Lengths need not be
+        multiples: the API pads and masks.
+      interpret: None (default: interpret on CPU only), True (Pallas' generic interpreter),
+        False (compiled for `backend`), or a `pltpu.InterpretParams` (Pallas' TPU interpreter:
+        the TPU variant of the kernels, run on CPU).
       backward: 'pallas' (the flash backward kernels) or 'xla' (jax.vjp of the reference, an
         oracle for debugging); the Pallas path only.
+      backend: the platform to build for ('cpu', 'tpu', 'gpu', 'cuda', 'rocm'); default jax's
+        default backend. With 'tpu' or a GPU on a CPU host, the result can be lowered (not run)
+        for that platform.
     Returns:
       [batch, q_len, heads, head_dim] in q's dtype.
     """
     _check_inputs(q, k, v, mask, key_valid)
-    implementation = resolve_implementation(implementation)
+    implementation = resolve_implementation(implementation, backend)
     if backward not in BACKWARDS:
         raise ValueError(f"attention: backward={backward!r}; accepted: {BACKWARDS}")
     if block_sizes is not None and not isinstance(block_sizes, BlockSizes):
         raise TypeError(f"attention: block_sizes must be a BlockSizes; got {type(block_sizes).__name__}")
     scale = float(q.shape[-1] ** -0.5 if scale is None else scale)
-    interpret = interpret_default() if interpret is None else bool(interpret)
+    target = None  # the XLA path has no target and does not interpret
+    if implementation != "pallas":
+        interpret = None
+    else:
+        interpret = resolve_interpret(interpret, backend)
+        target = target_platform(backend, interpret)
+        if interpret is False and target == "interpret":
+            raise ValueError("attention: implementation='pallas' with interpret=False needs a TPU or GPU "
+                             f"backend (backend={backend or jax.default_backend()!r}); pass interpret=None/True, "
+                             "or backend='tpu'/'cuda' to lower for that platform")
+        if block_sizes is not None:
+            block_sizes.check(target)
     return _attention(q, k, v, mask, key_valid, causal=bool(causal), scale=scale, lrp=bool(lrp),
                       implementation=implementation, block_sizes=block_sizes, interpret=interpret,
-                      backward=backward)
+                      target=target, backward=backward)
 
 
 def as_attention_fn(implementation: str = "auto", lrp: bool = False, **kwargs):
@@ -247,12 +274,12 @@ def as_attention_fn(implementation: str = "auto", lrp: bool = False, **kwargs):
 
     Args:
       implementation, lrp: as `attention`.
-      **kwargs: `block_sizes`, `interpret` or `backward`, passed to `attention`.
+      **kwargs: `block_sizes`, `interpret`, `backward` or `backend`, passed to `attention`.
     """
-    allowed = {"block_sizes", "interpret", "backward"}
+    allowed = {"block_sizes", "interpret", "backward", "backend"}
     if set(kwargs) - allowed:
         raise TypeError(f"as_attention_fn: unexpected {sorted(set(kwargs) - allowed)}; accepted: {sorted(allowed)}")
-    resolve_implementation(implementation)  # fail now, not at the first call
+    resolve_implementation(implementation, kwargs.get("backend"))  # fail now, not at the first call
 
     def attention_fn(q, k, v, mask=None, *, scale=None):
         return attention(q, k, v, mask=mask, scale=scale, lrp=lrp, implementation=implementation, **kwargs)

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from kernels.common import interpret_default, resolve_implementation
+from kernels.common import platform_of, resolve_implementation, resolve_interpret
 from kernels.fixed_point import pallas
 from kernels.fixed_point.pallas import BlockSizes, tile_size
 from kernels.fixed_point.reference import (ACTIVATIONS, adjoint_reference, fixed_point_reference,
@@ -72,16 +72,17 @@ class _Static:
     max_iter: int
     block_batch: int
     implementation: str
-    interpret: bool
+    interpret: object      # bool, or a pltpu.InterpretParams (the TPU interpreter)
+    backend: str | None
 
 
 def _fits_on_chip(n: int, block_batch: int, backend: str | None = None) -> bool:
     """Whether 'auto' should take the kernel: the resident w and the row tiles fit on chip."""
-    backend = backend or jax.default_backend()
+    platform = platform_of(backend)
     rows, cols = tile_size(block_batch), tile_size(n)
-    if backend == "tpu":
+    if platform == "tpu":
         return 4 * (cols * cols + 4 * rows * cols) <= _TPU_VMEM_BYTES
-    if backend in ("gpu", "cuda", "rocm"):
+    if platform == "gpu":
         return 4 * cols * (cols + rows) <= _GPU_SHARED_BYTES
     return True
 
@@ -91,7 +92,7 @@ def _forward(w, x, st: _Static):
         return fixed_point_reference(w, x, activation=st.activation, tol=st.tol, max_iter=st.max_iter,
                                      block_batch=st.block_batch)
     return pallas.fixed_point_pallas(w, x, activation=st.activation, tol=st.tol, max_iter=st.max_iter,
-                                     block_batch=st.block_batch, interpret=st.interpret)
+                                     block_batch=st.block_batch, interpret=st.interpret, backend=st.backend)
 
 
 def _adjoint(w, x, z, g, st: _Static):
@@ -99,7 +100,7 @@ def _adjoint(w, x, z, g, st: _Static):
         return adjoint_reference(w, x, z, g, activation=st.activation, tol=st.tol, max_iter=st.max_iter,
                                  block_batch=st.block_batch)
     return pallas.adjoint_pallas(w, x, z, g, activation=st.activation, tol=st.tol, max_iter=st.max_iter,
-                                 block_batch=st.block_batch, interpret=st.interpret)
+                                 block_batch=st.block_batch, interpret=st.interpret, backend=st.backend)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
@@ -158,7 +159,7 @@ def _check_inputs(w, x, activation, tol, max_iter, probe):
 
 def fixed_point(w: jax.Array, x: jax.Array, *, activation: str, tol: float = 1e-4, max_iter: int = 200,
                 block_sizes: BlockSizes | None = None, implementation: str = "auto",
-                interpret: bool | None = None, probe: jax.Array | None = None) -> FixedPointResult:
+                interpret=None, probe: jax.Array | None = None, backend: str | None = None) -> FixedPointResult:
     """The pcDEQ dense layer's fixed point z* = act(z* @ w + x), differentiable in w and x.
 
     Args:
@@ -170,9 +171,14 @@ def fixed_point(w: jax.Array, x: jax.Array, *, activation: str, tol: float = 1e-
       block_sizes: `BlockSizes(block_batch)`; rows per group (each with its own stop) and per
         kernel program; block_batch must divide batch. Default `BlockSizes.get_default(batch)`.
       implementation: 'xla' (reference.py), 'pallas' (pallas.py) or 'auto' (see the module doc).
-      interpret: run the kernels in interpret mode; default True on CPU only.
+      interpret: run the kernels in Pallas' generic interpreter (True), compiled (False), or in the
+        TPU interpreter (a `pltpu.InterpretParams`, e.g. `kernels.common.tpu_interpret_params()`);
+        default True on CPU only.
       probe: optional float32 zeros of shape (2,); the output does not depend on it, and its
         gradient is [mean backward iterations, max backward residual] (module docstring).
+      backend: the platform to build for, 'cpu', 'tpu', 'gpu'/'cuda' (default jax's backend): it
+        picks the implementation and the kernels' target, so a CPU host can lower for another
+        platform (`jax.jit(f).trace(...).lower(lowering_platforms=("tpu",))`).
     Returns:
       `FixedPointResult(z [batch, n] in result_type(w, x), iterations [G] int32, residual [G]
       float32)`. Computed in float32 (float64 inputs: float64 on the 'xla' path, float32 in the
@@ -188,11 +194,11 @@ def fixed_point(w: jax.Array, x: jax.Array, *, activation: str, tol: float = 1e-
         raise ValueError(f"fixed_point: batch={batch} must be a multiple of block_batch="
                          f"{block_sizes.block_batch} (padding rows would change the last group's residual "
                          "norms; choose a block_batch that divides the batch)")
-    resolved = resolve_implementation(implementation)
-    if implementation == "auto" and resolved == "pallas" and not _fits_on_chip(n, block_sizes.block_batch):
+    resolved = resolve_implementation(implementation, backend)
+    if implementation == "auto" and resolved == "pallas" and not _fits_on_chip(n, block_sizes.block_batch, backend):
         resolved = "xla"
-    interpret = interpret_default() if interpret is None else bool(interpret)
     st = _Static(activation=activation, tol=float(tol), max_iter=int(max_iter),
-                 block_batch=block_sizes.block_batch, implementation=resolved, interpret=interpret)
+                 block_batch=block_sizes.block_batch, implementation=resolved,
+                 interpret=resolve_interpret(interpret, backend), backend=backend)
     probe = jnp.zeros((2,), jnp.float32) if probe is None else probe
     return _fixed_point(w, x, probe, st)

@@ -22,11 +22,16 @@ w is read from its ref inside the loop body: on TPU that is a VMEM read of the r
 on GPU a global-memory (L2-resident) load each iteration rather than n^2 values pinned in
 registers across the loop.
 
-What has been run where: interpret mode only (`interpret=True`, CPU, jax 0.10.2). The GPU path
-(Triton, chosen with `pallas.triton.CompilerParams` as in `kernels/lqer_matmul`) and the TPU path
-(Mosaic) have NOT been compiled or run on hardware. Expected limit on GPU: Triton stages both
-dot operands in shared memory, 4 * n_pad * (n_pad + rows) bytes, which exceeds an H100/H200 SM's
-~228 KB from n_pad = 256 on; `api.fixed_point(implementation='auto')` therefore takes XLA for
+What has been run where (CPU, jax 0.10.2): both kernels run in Pallas' generic interpreter (the
+default suite's value, gradient and group tests) and in its TPU interpreter (VMEM/HBM and the grid
+simulated, races detected, unwritten memory read as NaN: `test_kernels_match_reference_in_the_tpu_
+interpreter`), and lower (Pallas -> Mosaic for TPU, Pallas -> Triton for CUDA, padded and unpadded
+tiles: `test_kernels_lower_for_gpu_and_tpu`). Lowering is not compiling: neither has been compiled
+by Mosaic or Triton or run on hardware (no device was lent). The GPU path uses Triton compiler
+params (`kernels.common.compiler_params`), the TPU path ("parallel" groups) the same blocks: each
+is the whole array in its last two dimensions, which Mosaic accepts. Expected limit on GPU: Triton
+stages both dot operands in shared memory, 4 * n_pad * (n_pad + rows) bytes, which exceeds an
+H100/H200 SM's ~228 KB from n_pad = 256 on; `api.fixed_point(implementation='auto')` therefore takes XLA for
 larger layers (an estimate, not a measurement).
 """
 
@@ -40,7 +45,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from kernels.common import check_divisible
+from kernels.common import check_divisible, compiler_params, target_platform
 from kernels.fixed_point.reference import ACTIVATIONS, EPS, activation_fn, activation_grad
 
 # Triton's dot needs every tile dimension >= 16, and every loaded tile to be a power of 2.
@@ -86,12 +91,11 @@ class BlockSizes:
         return cls(block if block >= 8 else batch)
 
 
-def _compiler_params(interpret, num_warps: int):
-    """Triton on GPU (the kernels use Triton-style whole-tile loads); the default elsewhere."""
-    if interpret or jax.default_backend() != "gpu":
-        return None
-    from jax.experimental.pallas import triton as pltriton
-    return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
+def _compiler_params(target: str, num_warps: int):
+    """Per target (`kernels.common.target_platform`): Mosaic TPU with the groups in parallel, Triton
+    on GPU (the kernels use Triton-style whole-tile loads, one pipeline stage), none in the generic
+    interpreter."""
+    return compiler_params(target, dimension_semantics=("parallel",), num_warps=num_warps, num_stages=1)
 
 
 def _dot(a, b, transpose_b=False):
@@ -194,8 +198,10 @@ def _to_tiles(a, groups, rows_pad, cols_pad):
     return jnp.pad(a, ((0, 0), (0, rows_pad - a.shape[1]), (0, cols_pad - n)))
 
 
-def _call(kernel, w, tiles, n_out_tiles, *, interpret, name, flops, transcendentals):
-    """pallas_call over G programs: w's whole block for every program, one [rows, cols] tile per input."""
+def _call(kernel, w, tiles, n_out_tiles, *, interpret, backend, name, flops, transcendentals):
+    """pallas_call over G programs: w's whole block for every program, one [rows, cols] tile per input.
+    Every block is the whole array in its last two dimensions, so the layout is legal for Mosaic TPU
+    as well as Triton."""
     groups, rows_pad, cols_pad = tiles[0].shape
     tile = pl.BlockSpec((None, rows_pad, cols_pad), lambda i: (i, 0, 0))
     stat = pl.BlockSpec((None, 1, 1), lambda i: (i, 0, 0))
@@ -209,7 +215,7 @@ def _call(kernel, w, tiles, n_out_tiles, *, interpret, name, flops, transcendent
         in_specs=[pl.BlockSpec((cols_pad, cols_pad), lambda i: (0, 0))] + [tile] * len(tiles),
         out_specs=[tile] * n_out_tiles + [stat, stat],
         out_shape=out_shape,
-        compiler_params=_compiler_params(interpret, num_warps=4 if cols_pad <= 64 else 8),
+        compiler_params=_compiler_params(target_platform(backend, interpret), num_warps=4 if cols_pad <= 64 else 8),
         # An upper bound: max_iter iterations in every program.
         cost_estimate=pl.CostEstimate(flops=int(flops), transcendentals=int(transcendentals),
                                       bytes_accessed=int(bytes_accessed)),
@@ -223,14 +229,17 @@ def _from_tiles(t, batch, n):
 
 
 def fixed_point_pallas(w: jax.Array, x: jax.Array, *, activation: str, tol: float = 1e-4, max_iter: int = 200,
-                       block_batch: int | None = None, interpret: bool = False):
+                       block_batch: int | None = None, interpret=False, backend: str | None = None):
     """`reference.fixed_point_reference`, computed by the kernel (float32 inside).
 
     Args:
       w: [n, n]; x: [batch, n] (any float dtype; cast to float32).
       activation, tol, max_iter: as the reference.
       block_batch: rows per program and per group (dividing batch); None: the whole batch.
-      interpret: run the kernel in interpret mode (CPU).
+      interpret: False (compiled), True (Pallas' generic interpreter) or a `pltpu.InterpretParams`
+        (the TPU interpreter; `kernels.common.tpu_interpret_params()`).
+      backend: the platform to build for (default jax's backend; set it to lower on a CPU host for
+        'tpu' or 'cuda').
     Returns:
       `(z [batch, n] float32, iterations [G] int32, residual [G] float32)`.
     """
@@ -243,14 +252,14 @@ def fixed_point_pallas(w: jax.Array, x: jax.Array, *, activation: str, tol: floa
     per_iter = groups * rows_pad * cols_pad
     z, iterations, residual = _call(
         kernel, w_pad, [_to_tiles(x, groups, rows_pad, cols_pad)], 1, interpret=interpret,
-        name="fixed_point_forward", flops=max_iter * per_iter * (2 * cols_pad + 6),
+        backend=backend, name="fixed_point_forward", flops=max_iter * per_iter * (2 * cols_pad + 6),
         transcendentals=max_iter * per_iter if activation in ("tanh", "sigmoid") else 0)
     return _from_tiles(z, batch, n), iterations.reshape(groups), residual.reshape(groups)
 
 
 def adjoint_pallas(w: jax.Array, x: jax.Array, z: jax.Array, g_out: jax.Array, *, activation: str,
                    tol: float = 1e-4, max_iter: int = 200, block_batch: int | None = None,
-                   interpret: bool = False):
+                   interpret=False, backend: str | None = None):
     """`reference.adjoint_reference`, computed by the kernel (float32 inside).
 
     Returns:
@@ -266,7 +275,7 @@ def adjoint_pallas(w: jax.Array, x: jax.Array, z: jax.Array, g_out: jax.Array, *
     tiles = [_to_tiles(a, groups, rows_pad, cols_pad) for a in (x, z, g_out)]
     per_iter = groups * rows_pad * cols_pad
     u, iterations, residual = _call(
-        kernel, w_pad, tiles, 1, interpret=interpret, name="fixed_point_adjoint",
+        kernel, w_pad, tiles, 1, interpret=interpret, backend=backend, name="fixed_point_adjoint",
         flops=(max_iter + 1) * per_iter * (2 * cols_pad + 6),
         transcendentals=per_iter if activation in ("tanh", "sigmoid") else 0)
     return _from_tiles(u, batch, n), iterations.reshape(groups), residual.reshape(groups)

@@ -17,6 +17,7 @@ pcDEQ init (official `initialize_nn_weights`): v ~ U[0, 1) * sqrt(1e-4) / sqrt(o
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -25,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxml.papers.pcdeq.solver import DEQStats, Solver, deq_solve, unrolled_solve
-from kernels.fixed_point.reference import activation_fn
+from kernels.fixed_point.reference import activation_fn, activation_grad
 
 VARIANTS = ("pcdeq1", "pcdeq2", "deq", "explicit")
 PCDEQ1_ACTIVATIONS = ("tanh", "softsign", "relu6")
@@ -44,10 +45,27 @@ def check_variant(variant: str, activation: str) -> None:
     activation_fn(activation)
 
 
+@jax.custom_jvp
+def softplus_beta5(x: jax.Array) -> jax.Array:
+    """softplus(x, beta=5) = softplus(5 x) / 5 (PyTorch's `F.softplus(x, beta=5)`), with the
+    derivative sigmoid(5 x) written from exp(-|5 x|), the exponential the value computes too (XLA
+    computes it once): measured 4.3 vs 5.6 ms for value and gradient at 64x28x28x12 on one CPU
+    thread against autodiff of `jax.nn.softplus`, whose derivative evaluates a second exponential."""
+    return jax.nn.softplus(5.0 * x) / 5.0
+
+
+@softplus_beta5.defjvp
+def _softplus_beta5_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = 5.0 * x
+    u = jnp.exp(-jnp.abs(y))
+    return softplus_beta5(x), jnp.where(y >= 0.0, 1.0, u) / (1.0 + u) * t
+
+
 def injection(variant: str, x: jax.Array) -> jax.Array:
     """pcdeq1: softplus(x, beta=5); pcdeq2: relu(x); deq/explicit: x."""
     if variant == "pcdeq1":
-        return jax.nn.softplus(5.0 * x) / 5.0
+        return softplus_beta5(x)
     if variant == "pcdeq2":
         return jax.nn.relu(x)
     return x
@@ -80,35 +98,161 @@ def _dense_map(w, z, x, act):
     return act(z @ w + x)
 
 
-def _conv(z, w):
+CONV_IMPLS = ("auto", "patches", "xla")
+
+
+def _conv_xla(z, w):
     return jax.lax.conv_general_dilated(z, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-@jax.custom_vjp
-def conv3x3(z: jax.Array, w: jax.Array) -> jax.Array:
-    """3x3 'SAME' convolution, NHWC x HWIO. Its gradient w.r.t. z is a convolution with the
-    explicitly flipped and transposed kernel: JAX's own transpose rule expresses the same thing
-    with `01oi` kernel dimension labels, which XLA:CPU runs about 4x slower (measured: 31 ms vs
-    8 ms per adjoint iteration at 64x28x28x12), and the adjoint solve runs it every iteration."""
-    return _conv(z, w)
+def _shift(a, axis, k):
+    """a shifted by k in {-1, 0, 1} along `axis`: out[..., t, ...] = a[..., t + k, ...], zero outside
+    (a slice and a pad, which XLA fuses into the consumer; padding the whole array first, then
+    slicing, measured 1.2-1.4x slower in the forward loop at 64x28x28x12)."""
+    if k == 0:
+        return a
+    n = a.shape[axis]
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, 1) if k > 0 else (1, 0)
+    return jnp.pad(jax.lax.slice_in_dim(a, max(k, 0), n + min(k, 0), axis=axis), pad)
 
 
-def _conv3x3_fwd(z, w):
-    return _conv(z, w), (z, w)
+def _row_patches(z):
+    """[n, h, w, 3c] with entry (i, c) = z[n, h + i - 1, w, c] (zero outside): the three row taps."""
+    return jnp.concatenate([_shift(z, 1, i - 1) for i in range(3)], axis=-1)
 
 
-def _conv3x3_bwd(res, g):
+def _col_shifts(g):
+    """[n, h, w, 3o] with entry (j, o) = g[n, h, w + 1 - j, o] (zero outside)."""
+    return jnp.concatenate([_shift(g, 2, 1 - j) for j in range(3)], axis=-1)
+
+
+def _conv_patches(z, w):
+    """The 3x3 'SAME' convolution as one GEMM: row patches [n*h*w, 3c] (kernel rows i, channels c)
+    times the kernel as a [3c, 3o] matrix (rows (i, c), columns (kernel column j, o)), then the
+    three column taps summed with shifts along W: out[w] = y[w - 1, j=0] + y[w, 1] + y[w + 1, 2]."""
+    n, h, wd, c = z.shape
+    o = w.shape[-1]
+    wm = jnp.transpose(w, (0, 2, 1, 3)).reshape(3 * c, 3 * o)
+    y = jnp.dot(_row_patches(z).reshape(-1, 3 * c), wm).reshape(n, h, wd, 3, o)
+    return _shift(y[..., 0, :], 2, -1) + y[..., 1, :] + _shift(y[..., 2, :], 2, 1)
+
+
+def _conv_weight_grad_patches(z, g):
+    """d/dw of sum(g * conv(z, w)): dw[i, j, c, o] = sum_{n,h,w} z[n, h+i-1, w+j-1, c] g[n, h, w, o],
+    as one GEMM (column-shifted g)^T @ (row patches of z), contracting over the n*h*w rows."""
+    c, o = z.shape[-1], g.shape[-1]
+    d = _col_shifts(g).reshape(-1, 3 * o).T @ _row_patches(z).reshape(-1, 3 * c)    # (j, o) x (i, c)
+    return jnp.transpose(d.reshape(3, o, 3, c), (2, 0, 3, 1))
+
+
+def _conv_weight_grad_xla(z, g, w):
+    return jax.vjp(lambda ww: _conv_xla(z, ww), w)[1](g)[0]
+
+
+def _flip_transpose(w):
+    """The kernel of the convolution's transpose w.r.t. its input: flipped taps, in/out swapped."""
+    return jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))
+
+
+def _check_impl(impl):
+    if impl not in CONV_IMPLS:
+        raise ValueError(f"conv impl={impl!r}; accepted: {CONV_IMPLS}")
+
+
+def _conv_any(z, w, impl):
+    if impl == "auto":   # resolved when lowering, per platform: the CPU gets the GEMM
+        return jax.lax.platform_dependent(z, w, cpu=_conv_patches, default=_conv_xla)
+    return _conv_patches(z, w) if impl == "patches" else _conv_xla(z, w)
+
+
+def _weight_grad_any(z, g, w, impl):
+    if impl == "auto":
+        return jax.lax.platform_dependent(z, g, w, cpu=lambda z, g, w: _conv_weight_grad_patches(z, g),
+                                          default=_conv_weight_grad_xla)
+    return _conv_weight_grad_patches(z, g) if impl == "patches" else _conv_weight_grad_xla(z, g, w)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _conv3x3(z, w, impl):
+    return _conv_any(z, w, impl)
+
+
+def _conv3x3_fwd(z, w, impl):
+    return _conv_any(z, w, impl), (z, w)
+
+
+def _conv3x3_bwd(impl, res, g):
     z, w = res
-    w_t = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))
-    _, vjp_w = jax.vjp(lambda ww: _conv(z, ww), w)
-    return _conv(g, w_t), vjp_w(g)[0]
+    return _conv_any(g, _flip_transpose(w), impl), _weight_grad_any(z, g, w, impl)
 
 
-conv3x3.defvjp(_conv3x3_fwd, _conv3x3_bwd)
+_conv3x3.defvjp(_conv3x3_fwd, _conv3x3_bwd)
+
+
+def conv3x3(z: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
+    """3x3 'SAME' convolution, NHWC x HWIO, with its gradient in the same formulation.
+
+    Its gradient w.r.t. z is the same convolution with the explicitly flipped and transposed kernel
+    (JAX's own transpose rule expresses it with `01oi` kernel labels, which XLA:CPU ran about 4x
+    slower: 31 ms vs 8 ms per adjoint iteration at 64x28x28x12), run by the adjoint solve of every
+    DEQ backward pass at each iteration; its gradient w.r.t. w is a weight-gradient GEMM.
+
+    impl:
+      'patches'  one GEMM, NHWC: the three row taps concatenated on the channel axis
+                 ([n*h*w, 3c]) times the kernel as a [3c, 3o] matrix, the three column taps summed
+                 with shifts along W (`_conv_patches`); the weight gradient is
+                 (column-shifted g)^T @ row patches, a [3o, 3c] GEMM over the n*h*w rows.
+      'xla'      `lax.conv_general_dilated` and JAX's weight gradient of it.
+      'auto'     'patches' on CPU, 'xla' on GPU/TPU: `lax.platform_dependent`, so the choice is
+                 made per platform when lowering (a CPU computation on a GPU host gets 'patches').
+
+    Why: XLA:CPU runs the 12-channel convolution of the multi-conv pcDEQ's first block slowly.
+    Measured on one pinned thread (AMD EPYC with AVX-512, jax 0.10.2, batch 64, float32; best of 30
+    interleaved repetitions on a 2-core machine loaded by other jobs), 'xla' vs 'patches':
+      convolution (forward = adjoint) 64x28x28x12: 3.01 vs 1.52 ms; 13x13x24: 0.77 vs 0.85;
+                                      6x6x48: 0.51 vs 0.53;
+      weight gradient                 64x28x28x12: 2.38 vs 2.06 ms; 13x13x24: 1.54 vs 1.03;
+                                      6x6x48: 0.65 vs 0.59;
+      6 forward iterations z <- softsign(conv(z) + x), in the solver's loop (the shifted sum fuses
+      with the activation): 28x28x12 20.9 vs 11.8 ms; 13x13x24 5.9 vs 5.0; 6x6x48 3.3 vs 3.4;
+      6 adjoint iterations (with `conv_activation`): 28x28x12 28.2 vs 15.1 ms; 13x13x24 7.9 vs 7.2;
+      6x6x48 4.4 vs 4.3.
+    Alternatives measured at 64x28x28x12 and dropped: `lax.conv_general_dilated_patches` + GEMM
+    (28 ms), pad + 9 shifted slices concatenated + one [n*h*w, 108] x [108, 12] GEMM (36 ms: XLA:CPU's
+    9-operand concatenation alone takes 4 ms and a GEMM with 12 output columns 4 ms), the 9 taps as 9
+    small GEMMs (5 ms), the output-side form (z @ [c, 9o], then 9 shifted sums: 7-11 ms), the
+    column taps concatenated and the rows shifted (the same speed), W padded before the GEMM (1.2x
+    slower). Differences to 'xla' are float32 rounding (summation order; see the tests).
+    """
+    _check_impl(impl)
+    return _conv3x3(z, w, impl)
 
 
 def _conv_map(w, z, x, act):
     return act(conv3x3(z, w) + x)
+
+
+@functools.lru_cache(maxsize=None)
+def conv_activation(name: str) -> Callable[[jax.Array], jax.Array]:
+    """The activation of the conv layers' map, with its derivative given explicitly
+    (`activation_grad`): its linearisation keeps one array act'(pre), so each adjoint iteration
+    reads that one array; autodiff of softsign kept three (|pre| + 1, the sign test, the quotient)
+    and XLA:CPU fused their recomputation into the patches concatenation (measured, 6 adjoint
+    iterations of the 'patches' conv at 64x28x28x12, one thread: 15.1 vs 22.3 ms). ReLU6's
+    derivative is 1 on the open interval (0, 6) only (jnp.clip's is 1 at the end points too)."""
+    fn = activation_fn(name)
+
+    @jax.custom_jvp
+    def act(x):
+        return fn(x)
+
+    @act.defjvp
+    def _act_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return fn(x), activation_grad(name, x) * t
+
+    return act
 
 
 class DEQLayer(nn.Module):
@@ -147,7 +291,7 @@ class DEQLayer(nn.Module):
         v = self.param("v", init, shape)
         g = self.param("g", lambda key, s: unit_norms(v), (n,))   # W = v at init, as torch
         w = weight_norm(v, g)
-        act = activation_fn(self.activation)
+        act = conv_activation(self.activation) if self.conv else activation_fn(self.activation)
         inj = injection(self.variant, x)
         step = _conv_map if self.conv else _dense_map
         f = lambda w_, z, x_: step(w_, z, x_, act)
@@ -191,6 +335,6 @@ def project_nonnegative(params: Any) -> Any:
 
 def layer_map(activation: str, conv: bool) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """The DEQ map `(w, z, injection) -> act(W z + injection)` of a dense or conv layer."""
-    act = activation_fn(activation)
+    act = conv_activation(activation) if conv else activation_fn(activation)
     step = _conv_map if conv else _dense_map
     return lambda w, z, x: step(w, z, x, act)

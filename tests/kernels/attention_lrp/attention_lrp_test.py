@@ -2,13 +2,18 @@
 
 Values and gradients, exact (`lrp=False`, against jax.grad of the reference) and AttnLRP
 (`lrp=True`, equal to (1/4, 1/4, 1/2) x the exact gradients), over grouped-query heads, causal,
-key padding, dense masks, lengths that are not multiples of the blocks, float32 and bfloat16.
-The `gpu` class repeats the comparisons with compiled kernels (interpret=False).
+key padding, dense masks, lengths that are not multiples of the blocks, float32 and bfloat16:
+in Pallas' generic interpreter (the GPU/Triton layout), and on fewer cases in Pallas' TPU
+interpreter (the TPU/Mosaic layout; slow to compile, so one case by default and a sweep marked
+`slow`). Lowering (no device needed) for TPU (Mosaic) and CUDA (Triton), forward and backward,
+and the choice of implementation by `backend=`. The `gpu` class repeats the comparisons with
+compiled kernels (interpret=False).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import chex
@@ -21,8 +26,11 @@ from jaxml.nn.attention import causal_mask, dot_product_attention, padding_mask
 from kernels.attention_lrp import (LRP_GRAD_SCALES, BlockSizes, as_attention_fn, attention,
                                    attention_reference)
 from kernels.attention_lrp import pallas as attention_pallas
+from kernels.common import tpu_interpret_params
 
 SMALL = BlockSizes(block_q=16, block_k=16)
+# The smallest TPU tiles: query blocks of 16 rows, key blocks of 128 lanes.
+TPU_SMALL = BlockSizes(block_q=16, block_k=128)
 F32_ATOL = 1e-5
 # bfloat16 stores the output and gradients with 8 mantissa bits: absolute and relative 2e-2.
 BF16_ATOL = 2e-2
@@ -81,10 +89,14 @@ def _outputs(case: Case, impl: str, dtype=jnp.float32, interpret=None, backward=
 
     @jax.jit
     def run(q, k, v):
-        loss = lambda lrp: lambda q, k, v: jnp.sum(fn(q, k, v, lrp).astype(jnp.float32) * w)  # noqa: E731
-        exact = jax.grad(loss(False), argnums=(0, 1, 2))(q, k, v)
-        lrp = jax.grad(loss(True), argnums=(0, 1, 2))(q, k, v) if impl != "reference" else exact
-        return fn(q, k, v, False), fn(q, k, v, True), exact, lrp
+        # The gradients of sum(out * w): one forward and one backward per value of lrp (each
+        # pallas_call costs seconds to compile in the TPU interpreter).
+        out, vjp = jax.vjp(functools.partial(fn, lrp=False), q, k, v)
+        exact = vjp(w.astype(out.dtype))
+        if impl == "reference":
+            return out, out, exact, exact
+        out_lrp, vjp_lrp = jax.vjp(functools.partial(fn, lrp=True), q, k, v)
+        return out, out_lrp, exact, vjp_lrp(w.astype(out.dtype))
 
     out, out_lrp, exact, lrp = run(q, k, v)
     chex.assert_trees_all_equal(out, out_lrp)  # AttnLRP leaves the forward pass unchanged
@@ -209,6 +221,11 @@ def test_block_sizes_defaults_and_padding():
     assert (bs.block_q, bs.block_k) == (128, 64) and bs.has_backward_blocks
     short = BlockSizes.get_default(40, 20, 64)  # shrunk to the lengths, not padded to 128
     assert (short.block_q, short.block_k, short.q_multiple, short.kv_multiple) == (64, 32, 64, 32)
+    # TPU: 128 everywhere; short inputs shrink the query blocks only (keys stay on 128 lanes).
+    assert BlockSizes.get_default(2048, 2048, 64, "tpu") == BlockSizes(128, 128, 128, 128, 128, 128)
+    tpu_short = BlockSizes.get_default(40, 20, 64, "tpu")
+    assert (tpu_short.block_q, tpu_short.block_k, tpu_short.q_multiple, tpu_short.kv_multiple) == (64, 128, 64, 128)
+    assert BlockSizes(8, 128).fit(5, 5, "tpu") == BlockSizes(8, 128, 8, 128, 8, 128)  # 8 rows: legal on TPU
     partial = BlockSizes(block_q=32, block_k=16, block_q_dq=64)
     assert not partial.has_backward_blocks
     r = partial.resolved()
@@ -235,8 +252,19 @@ def test_errors_name_the_values():
         attention(q, q, q, backward="cuda")
     with pytest.raises(ValueError, match=r"BlockSizes.block_k=24: every block must be a power of 2"):
         BlockSizes(block_q=16, block_k=24)
-    with pytest.raises(ValueError, match=r"BlockSizes.block_q_dq=8"):
-        BlockSizes(block_q=16, block_k=16, block_q_dq=8)
+    with pytest.raises(ValueError, match=r"BlockSizes.block_q_dq=4"):
+        BlockSizes(block_q=16, block_k=16, block_q_dq=4)
+    # Per-target minimums: Triton's dot (16), Mosaic's lanes for keys (128).
+    with pytest.raises(ValueError, match=r"BlockSizes.block_q_dq=8 is below the minimum 16 of target 'gpu'"):
+        BlockSizes(block_q=16, block_k=16, block_q_dq=8).check("gpu")
+    with pytest.raises(ValueError, match=r"BlockSizes.block_k=16 is below the minimum 128 of target 'tpu'"):
+        attention(q, q, q, implementation="pallas", block_sizes=SMALL, interpret=tpu_interpret_params())
+    with pytest.raises(ValueError, match=r"block_k_dkv=64 is below the minimum 128 of target 'tpu'"):
+        attention(q, q, q, block_sizes=BlockSizes(16, 128, block_k_dkv=64), backend="tpu")
+    with pytest.raises(ValueError, match="interpret=False needs a TPU or GPU backend"):
+        attention(q, q, q, implementation="pallas", interpret=False, backend="cpu")
+    with pytest.raises(ValueError, match="backend='metal'"):
+        attention(q, q, q, backend="metal")
     with pytest.raises(TypeError, match="unexpected"):
         as_attention_fn("pallas", causal=True)
     # The kernel layout itself checks block divisibility before pallas_call.
@@ -256,24 +284,123 @@ def test_pallas_matches_reference_full_grid(case):
     _check(case)
 
 
+# --- the TPU variant, in Pallas' TPU interpreter ----------------------------------------------------
+# Each pallas_call takes seconds to trace in the TPU interpreter (race detection on, uninitialised
+# memory NaN): the default suite runs one case that combines every feature (causal, key padding, a
+# dense mask with an empty row, grouped-query heads, padded lengths: 2 query blocks of 16 over q_len
+# 24, 2 key blocks of 128 over kv_len 130); the sweep is `slow`.
+TPU_DEFAULT_CASE = Case(batch=1, q_len=24, kv_len=130, heads=2, kv_heads=1, causal=True, key_padding=True,
+                        dense_mask="full", blocks=TPU_SMALL)
+TPU_CASES = [
+    Case(batch=2, q_len=40, kv_len=40, kv_heads=2, causal=True, key_padding=True, blocks=TPU_SMALL),
+    Case(q_len=16, kv_len=130, kv_heads=1, head_dim=32, key_padding=True, dense_mask="full", blocks=TPU_SMALL),
+    Case(q_len=100, kv_len=130, kv_heads=2, causal=True, dense_mask="shared", blocks=None),
+    Case(q_len=40, kv_len=16, heads=2, kv_heads=1, causal=True, blocks=TPU_SMALL),  # rows that see nothing
+    Case(q_len=16, kv_len=300, heads=2, kv_heads=2, blocks=BlockSizes(16, 256, block_k_dkv=128, block_k_dq=128)),
+]
+
+
+def test_tpu_interpreter_matches_reference_f32():
+    _check(TPU_DEFAULT_CASE, interpret=tpu_interpret_params())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", TPU_CASES, ids=str)
+def test_tpu_interpreter_matches_reference_f32_sweep(case):
+    _check(case, interpret=tpu_interpret_params())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [TPU_DEFAULT_CASE, TPU_CASES[0]], ids=str)
+def test_tpu_interpreter_matches_reference_bf16(case):
+    _check(case, dtype=jnp.bfloat16, atol=BF16_ATOL, interpret=tpu_interpret_params())
+
+
+# --- lowering for TPU (Mosaic) and CUDA (Triton) on this CPU host -----------------------------------
+CUSTOM_CALL = {"tpu": "tpu_custom_call", "cuda": "__gpu$xla.gpu.triton"}
+
+LOWERING_CASES = {
+    # name: (q_len, kv_len, heads, kv_heads, head_dim, causal, key_padding, dense mask, dtype)
+    "plain": (128, 128, 4, 4, 64, False, False, None, jnp.float32),
+    "causal_gqa": (128, 256, 4, 2, 64, True, False, None, jnp.float32),
+    "padded_keyvalid_mask_gqa": (100, 130, 4, 2, 64, True, True, "full", jnp.float32),
+    "padded_shared_mask_bf16": (40, 40, 4, 1, 32, False, True, "shared", jnp.bfloat16),
+    "causal_f16": (64, 64, 2, 1, 16, True, False, None, jnp.float16),
+}
+
+
+def _lower(platform, name, implementation="pallas", grad=True, **kwargs):
+    t, s, h, kvh, d, causal, key_padding, dense, dtype = LOWERING_CASES[name]
+    q = jnp.zeros((2, t, h, d), dtype)
+    k = jnp.zeros((2, s, kvh, d), dtype)
+    key_valid = jnp.arange(s)[None, :] < jnp.array([[s], [s - 7]]) if key_padding else None
+    mask = {None: None, "full": jnp.ones((2, h, t, s), bool), "shared": jnp.ones((1, 1, t, s), bool)}[dense]
+
+    def fwd(q, k, v):
+        return attention(q, k, v, mask=mask, key_valid=key_valid, causal=causal, lrp=True,
+                         implementation=implementation, backend=platform, **kwargs)
+
+    f = jax.grad(lambda q, k, v: jnp.sum(fwd(q, k, v).astype(jnp.float32)), argnums=(0, 1, 2)) if grad else fwd
+    return jax.jit(f).trace(q, k, k).lower(lowering_platforms=(platform,)).as_text()
+
+
+@pytest.mark.parametrize("name", sorted(LOWERING_CASES))
+@pytest.mark.parametrize("platform", ["tpu", "cuda"])
+def test_kernels_lower_for_tpu_and_cuda(platform, name):
+    """Forward alone (1 kernel) and forward + backward (3 kernels: forward, dq, dk/dv) lower, not
+    compile (no device here), through Mosaic for TPU and Triton for CUDA: every block shape obeys
+    the target's rules and every op in the kernels has a lowering rule there."""
+    assert _lower(platform, name, grad=False).count(CUSTOM_CALL[platform]) == 1
+    assert _lower(platform, name).count(CUSTOM_CALL[platform]) == 3
+
+
+@pytest.mark.parametrize("platform", ["tpu", "cuda"])
+def test_auto_selects_the_kernel_of_the_backend(platform):
+    text = _lower(platform, "padded_keyvalid_mask_gqa", implementation="auto")
+    assert text.count(CUSTOM_CALL[platform]) == 3
+    assert CUSTOM_CALL["tpu" if platform == "cuda" else "cuda"] not in text
+    xla = _lower(platform, "padded_keyvalid_mask_gqa", implementation="xla")
+    assert not any(target in xla for target in CUSTOM_CALL.values())
+
+
+def test_auto_on_cpu_is_xla_and_as_attention_fn_passes_backend():
+    q = jnp.zeros((1, 16, 2, 16))
+    cpu = jax.jit(lambda q: attention(q, q, q)).trace(q).lower().as_text()
+    assert "custom_call" not in cpu
+    fn = as_attention_fn("auto", lrp=True, backend="tpu")
+    text = jax.jit(jax.grad(lambda q: jnp.sum(fn(q, q, q, None)))).trace(q).lower(
+        lowering_platforms=("tpu",)).as_text()
+    assert text.count(CUSTOM_CALL["tpu"]) == 3
+
+
 @pytest.mark.gpu
 class TestCompiledKernels:
     """The same comparisons with compiled kernels (Triton on GPU, Mosaic on TPU); never run on CPU.
 
     float32 references are computed at 'highest' matmul precision (the kernels use full-precision
     dots for float32 inputs). Tolerances for compiled float32 are looser than interpret mode
-    (different exp/log implementations); they have not been calibrated on hardware yet.
+    (different exp/log implementations); they have not been calibrated on hardware yet. On a TPU
+    the cases' small Triton tiles become the smallest TPU ones (`TPU_SMALL`).
     """
 
-    CASES = F32_CASES + [Case(batch=2, q_len=256, kv_len=200, heads=6, kv_heads=2, head_dim=64,
-                              causal=True, key_padding=True, blocks=None)]
+    CASES = F32_CASES + TPU_CASES + [Case(batch=2, q_len=256, kv_len=200, heads=6, kv_heads=2, head_dim=64,
+                                          causal=True, key_padding=True, blocks=None)]
+
+    @staticmethod
+    def _on_this_backend(case):
+        if jax.default_backend() == "tpu" and case.blocks is not None:
+            try:
+                case.blocks.check("tpu")
+            except ValueError:
+                return dataclasses.replace(case, blocks=TPU_SMALL)
+        return case
 
     @pytest.mark.parametrize("case", CASES, ids=str)
     def test_f32(self, case):
         with jax.default_matmul_precision("highest"):
-            _check(case, atol=5e-5, interpret=False)
+            _check(self._on_this_backend(case), atol=5e-5, interpret=False)
 
     @pytest.mark.parametrize("case", BF16_CASES, ids=str)
     def test_bf16(self, case):
         with jax.default_matmul_precision("highest"):
-            _check(case, dtype=jnp.bfloat16, atol=BF16_ATOL, interpret=False)
+            _check(self._on_this_backend(case), dtype=jnp.bfloat16, atol=BF16_ATOL, interpret=False)

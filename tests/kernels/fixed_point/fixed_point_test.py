@@ -33,7 +33,6 @@ import pytest
 
 from kernels.fixed_point import (ACTIVATIONS, BlockSizes, FixedPointResult, adjoint_pallas, adjoint_reference,
                                  fixed_point, fixed_point_pallas, fixed_point_reference, iterate)
-from kernels.fixed_point import pallas as fp_pallas
 
 Z_ATOL = 2e-6
 RES_ATOL = 2 * Z_ATOL
@@ -345,23 +344,66 @@ def test_kernel_and_reference_check_shapes():
         adjoint_reference(w, x, x, g, activation="gelu")
 
 
-@pytest.mark.parametrize("platform, target", [("cuda", "__gpu$xla.gpu.triton"), ("tpu", "tpu_custom_call")])
-def test_kernels_lower_for_gpu_and_tpu(platform, target, monkeypatch):
+LOWERED = {"cuda": "__gpu$xla.gpu.triton", "tpu": "tpu_custom_call"}
+
+
+@pytest.mark.parametrize("platform", ["cuda", "tpu"])
+@pytest.mark.parametrize("n, batch, block_batch", [(20, 12, 3), (32, 16, None)], ids=["padded", "unpadded"])
+def test_kernels_lower_for_gpu_and_tpu(platform, n, batch, block_batch):
     """Both kernels lower (not compile: no device here) through Triton for CUDA and Mosaic for TPU,
     padded tiles included: every op in them (while_loop, dots, full reductions, the [1, 1] scalar
-    stores) has a lowering rule on both backends."""
-    if platform == "cuda":
-        from jax.experimental.pallas import triton as pltriton
-
-        def triton(interpret, num_warps):
-            return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
-
-        monkeypatch.setattr(fp_pallas, "_compiler_params", triton)
-    w, x = jnp.zeros((20, 20)), jnp.zeros((12, 20))
+    stores) has a lowering rule on both backends, and every block passes Mosaic's tiling check."""
+    w, x = jnp.zeros((n, n)), jnp.zeros((batch, n))
     for fn, args in ((fixed_point_pallas, (w, x)), (adjoint_pallas, (w, x, x, x))):
-        lowered = jax.jit(functools.partial(fn, activation="sigmoid", block_batch=3)).trace(*args).lower(
-            lowering_platforms=(platform,))
-        assert target in lowered.as_text()
+        lowered = jax.jit(functools.partial(fn, activation="sigmoid", block_batch=block_batch, backend=platform)
+                          ).trace(*args).lower(lowering_platforms=(platform,))
+        assert LOWERED[platform] in lowered.as_text()
+
+
+@pytest.mark.parametrize("platform", ["cuda", "tpu", "cpu"])
+def test_auto_selects_the_kernel_per_backend(platform):
+    """implementation='auto' with backend=: the Pallas kernels for TPU and GPU (forward and adjoint,
+    seen in the lowered program), XLA on CPU; a weight too big for a Triton dot's shared memory
+    keeps XLA on GPU."""
+    def loss(w, x, n=16):
+        return fixed_point(w, x, activation="tanh", backend=platform).z.sum()
+
+    for n, kernel in ((16, platform != "cpu"), (512, platform == "tpu")):
+        w, x = jnp.zeros((n, n)), jnp.zeros((8, n))
+        text = jax.jit(jax.grad(loss, argnums=(0, 1))).trace(w, x).lower(
+            lowering_platforms=(platform,)).as_text()
+        calls = text.count(LOWERED.get(platform, "no kernel on cpu"))
+        assert calls == (2 if kernel else 0), (platform, n, calls)
+
+
+@pytest.mark.parametrize("case", [Case(20, 12, "softsign", 3, "init"),   # padded tiles, 4 groups
+                                  pytest.param(Case(20, 12, "softsign", 3, "slow"), marks=pytest.mark.slow),
+                                  pytest.param(Case(80, 64, "sigmoid", 32), marks=pytest.mark.slow)], ids=str)
+def test_kernels_match_reference_in_the_tpu_interpreter(case):
+    """Pallas' TPU interpreter (VMEM/HBM, DMAs and the grid simulated; races detected, memory never
+    written reads as NaN): the same values as the generic interpreter's, padded tiles included."""
+    from kernels.common import tpu_interpret_params
+
+    w, x, g = _problem(case.n, case.batch, case.scale)
+    kw = dict(activation=case.activation, tol=case.tol, max_iter=200, block_batch=case.block_batch)
+    params = tpu_interpret_params()
+    zk, ik, rk = fixed_point_pallas(w, x, interpret=params, **kw)
+    zr, ir, rr = fixed_point_reference(w, x, **kw)
+    np.testing.assert_array_equal(ik, ir)
+    np.testing.assert_allclose(zk, zr, rtol=0, atol=Z_ATOL)
+    np.testing.assert_allclose(rk, rr, rtol=0, atol=RES_ATOL * case.tol / 1e-4)
+    uk, jk, _ = adjoint_pallas(w, x, zr, g, interpret=params, **kw)
+    ur, jr, _ = adjoint_reference(w, x, zr, g, **kw)
+    np.testing.assert_array_equal(jk, jr)
+    np.testing.assert_allclose(uk, ur, rtol=0, atol=Z_ATOL * max(1.0, float(jnp.max(jnp.abs(ur)))))
+    # through the public op and its custom VJP
+    grads = [jax.grad(lambda w, x: fixed_point(w, x, activation=case.activation, implementation=impl,
+                                               interpret=params if impl == "pallas" else None,
+                                               block_sizes=None if case.block_batch is None
+                                               else BlockSizes(case.block_batch)).z.sum(), argnums=(0, 1))(w, x)
+             for impl in ("pallas", "xla")]
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * float(jnp.max(jnp.abs(b))))
 
 
 # --- compiled kernels (GPU / TPU only) ------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""kernels.lqer_matmul: the fused Pallas GEMM (interpret mode on CPU) against the jnp reference.
+"""kernels.lqer_matmul: the fused Pallas GEMM against the jnp reference, on CPU: the GPU/generic
+variant in the generic interpreter, the TPU variant in Pallas' TPU interpreter (race detection on,
+uninitialised memory NaN), and both lowered (not compiled) for TPU and CUDA.
 
 Tolerance. Both sides quantize identical float inputs with the same rule, and every product is
 exact (MXINT8 activations times MXINT4 weights fit float32, and bfloat16, exactly), so the only
@@ -14,8 +16,13 @@ is integers / 2^10, so every partial sum of X A is an integer / 2^17 of magnitud
 integers / 2^10), exact too while the two 16-blocks of X A have exponents within 5 of each
 other (they do here). The "normal" data (random normals) has no such guarantee; a boundary lies
 within float32 error with probability ~1e-5 per element, and none does at these seeds.
-Measured in interpret mode on CPU: max error 0 (bit-identical) in every MXINT case, 3e-7 with
-x_format 'none' (arbitrary float32 inputs); the tiny Llama's logits are bit-identical too.
+Measured on CPU (jax 0.10.2): max error 0 (bit-identical) in every MXINT case, in both
+interpreters (asserted for the TPU interpreter's "exact" cases), 3e-7 with x_format 'none'
+(arbitrary float32 inputs); the tiny Llama's logits are bit-identical too.
+
+The kernel's Q_x takes the shared exponent ceil(log2(block max)) from the float32 bits, exactly;
+the library's `mxint` uses XLA's log2, which is off by one a few ulps above some powers of two
+(`test_shared_exponent_is_exact_at_powers_of_two`). Random data essentially never lands there.
 """
 
 from __future__ import annotations
@@ -33,12 +40,16 @@ import pytest
 from jaxml.compress.linear import quantized_linear, quantized_ops
 from jaxml.compress.quantizers import QuantFormat, integer, mxint
 from jaxml.models.llama import Llama, LlamaConfig
+from jaxml.compress.quantizers import mxint_numpy_reference
+from kernels import common
+from kernels.common import resolve_interpret, target_platform, tpu_interpret_params
 from kernels.lqer_matmul import (DEFAULT_X_FORMAT, BlockSizes, PackedMXINT, as_linear_op, lqer_matmul,
                                  lqer_matmul_reference, pack, unpack)
 from kernels.lqer_matmul import pallas as lqer_pallas
 
 SMALL = BlockSizes(block_m=16, block_n=16, block_k=32)
 WIDE = BlockSizes(block_m=32, block_n=64, block_k=64)
+TPU_SMALL = BlockSizes(block_m=8, block_n=128, block_k=128)  # the smallest Mosaic-legal tiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,13 +64,15 @@ class Case:
     dtype: str = "float32"
     x_format: QuantFormat = DEFAULT_X_FORMAT
     lead: tuple[int, ...] = ()  # extra leading axes of x
+    width: int = 4  # the packed weight's MXINT width
 
     def __str__(self):
         bs = self.blocks
         blocks = "default" if bs is None else f"{bs.block_m}x{bs.block_n}x{bs.block_k}"
         fmt = "" if self.x_format == DEFAULT_X_FORMAT else f"_{self.x_format.kind}{self.x_format.width}"
         return (f"m{self.m}_k{self.k}_n{self.n}_r{self.rank}{'_bias' if self.bias else ''}_{blocks}_{self.data}"
-                f"{'' if self.dtype == 'float32' else '_' + self.dtype}{fmt}{'_lead' if self.lead else ''}")
+                f"{'' if self.dtype == 'float32' else '_' + self.dtype}{fmt}{'_lead' if self.lead else ''}"
+                f"{'' if self.width == 4 else f'_w{self.width}'}")
 
 
 # Jitted once per shape: eager JAX compiles every primitive separately, which dominates the runtime.
@@ -81,7 +94,7 @@ def _inputs(case: Case, seed=0):
         x[..., ::16] = 127 / 128
     else:
         x = rng.standard_normal(shape, np.float32)
-    w = _pack(jnp.asarray(rng.standard_normal((case.k, case.n), np.float32) * 0.05))
+    w = _pack(jnp.asarray(rng.standard_normal((case.k, case.n), np.float32) * 0.05), width=case.width)
     a = b = None
     if case.rank:
         if case.data == "exact":
@@ -113,11 +126,19 @@ def _bound(x, terms, bias):
     return 2 * (x.shape[-1] + 2) * 2.0 ** -24 * total
 
 
+def _blocks_for(case: Case, target: str):
+    """The case's blocks, or TPU_SMALL on TPU where they are the Triton-style ones (not Mosaic-legal)."""
+    if target == "tpu" and case.blocks is not None and case.blocks.block_n % 128:
+        return TPU_SMALL
+    return case.blocks
+
+
 def _check(case: Case, interpret=None):
     """Pallas vs the reference, elementwise within the bound; returns (max abs error, max error / bound)."""
     x, w, a, b, bias = _inputs(case)
+    blocks = _blocks_for(case, target_platform(None, resolve_interpret(interpret)))
     out = lqer_matmul(x, w, a, b, bias, x_format=case.x_format, implementation="pallas",
-                      block_sizes=case.blocks, interpret=interpret)
+                      block_sizes=blocks, interpret=interpret)
     ref, terms = _reference_and_terms(x, w, a, b, bias, x_format=case.x_format)
     chex.assert_shape(out, case.lead + (case.m, case.n))
     assert out.dtype == x.dtype
@@ -152,6 +173,87 @@ def test_pallas_matches_reference(case):
     _check(case)
 
 
+# Pallas' TPU interpreter runs the TPU variant (grid over K, VMEM scratch accumulators, (8, 128)
+# blocks, Mosaic-legal ops) on CPU, detecting races and filling uninitialised memory with NaN. Each
+# new kernel costs ~2 s to build there, so the default suite runs two cases that together cover
+# padded and unpadded shapes, with and without the low-rank path and bias, weight widths 8 and 4;
+# -m slow runs three more and the whole GRID + OTHER sweep.
+TPU_CASES = [
+    Case(m=5, k=200, n=24, rank=8, bias=True, width=8, blocks=TPU_SMALL),  # all padded (K 208 -> 256: two
+                                                                           # K steps; r 8 -> 128); MXINT8 W
+    Case(m=8, k=128, n=256, blocks=TPU_SMALL),                             # nothing padded, two column tiles
+]
+TPU_SLOW_CASES = [
+    Case(m=7, k=64, n=32, blocks=None),
+    Case(m=8, k=256, n=256, rank=128, bias=True, blocks=TPU_SMALL),        # grid (1, 2, 2), r unpadded
+    Case(m=20, k=512, n=384, rank=32, bias=True, data="normal", dtype="bfloat16", blocks=None),
+]
+
+
+def _check_tpu_interpreter(case: Case):
+    err, _ = _check(case, interpret=tpu_interpret_params())
+    if case.data == "exact" and case.x_format == DEFAULT_X_FORMAT:
+        assert err == 0.0, (str(case), err)  # bit-identical, as in the generic interpreter
+
+
+@pytest.mark.parametrize("case", TPU_CASES, ids=str)
+def test_pallas_matches_reference_in_tpu_interpreter(case):
+    _check_tpu_interpreter(case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", TPU_SLOW_CASES + GRID + OTHER, ids=str)
+def test_pallas_matches_reference_in_tpu_interpreter_sweep(case):
+    _check_tpu_interpreter(case)
+
+
+# --- lowering for TPU (Mosaic) and CUDA (Triton) on this CPU host: no device, nothing compiled ----
+
+TRITON_CALL = "__gpu$xla.gpu.triton"
+LOWER_CASES = [
+    Case(m=16, k=256, n=256, blocks=None),                                        # nothing padded
+    Case(m=16, k=256, n=256, rank=128, bias=True, blocks=None, dtype="bfloat16"),
+    Case(m=7, k=576, n=80, rank=8, blocks=None),                                  # everything padded
+    Case(m=5, k=40, n=24, bias=True, blocks=None, x_format=QuantFormat("none")),
+]
+
+
+def _lower(case: Case, backend: str, implementation: str = "pallas"):
+    """lqer_matmul traced for `backend` from abstract inputs and lowered for it."""
+    sds = jax.ShapeDtypeStruct
+    k_pad = -(-case.k // 16) * 16
+    w = PackedMXINT(mantissa=sds((k_pad, case.n), jnp.int8), exponent=sds((k_pad // 16, case.n), jnp.int8),
+                    width=case.width, block=16, in_features=case.k)
+    a = sds((case.k, case.rank), jnp.float32) if case.rank else None
+    b = sds((case.rank, case.n), jnp.float32) if case.rank else None
+    bias = sds((case.n,), jnp.float32) if case.bias else None
+    f = functools.partial(lqer_matmul, x_format=case.x_format, implementation=implementation,
+                          block_sizes=case.blocks, backend=backend)
+    platform = "cuda" if backend in ("gpu", "cuda") else backend
+    return jax.jit(f).trace(sds((case.m, case.k), case.dtype), w, a, b, bias).lower(lowering_platforms=(platform,))
+
+
+@pytest.mark.parametrize("case", LOWER_CASES, ids=str)
+@pytest.mark.parametrize("backend, marker", [("tpu", "tpu_custom_call"), ("cuda", TRITON_CALL)])
+def test_kernel_lowers_for_tpu_and_cuda(case, backend, marker):
+    """The TPU variant lowers to a Mosaic custom call (its BlockSpecs pass Mosaic's tiling check and
+    every in-kernel op has a lowering rule) and the GPU one to Triton. Lowering only: Mosaic's and
+    Triton's compilers run on a device."""
+    text = _lower(case, backend).as_text()
+    assert text.count(marker) == 1
+
+
+@pytest.mark.parametrize("backend, marker", [("tpu", "tpu_custom_call"), ("cuda", TRITON_CALL), ("cpu", None)])
+def test_auto_picks_the_kernel_for_the_backend(backend, marker):
+    if backend == "cuda" and not common.triton_available():
+        pytest.skip("this jax has no Pallas Triton backend ('auto' falls back to XLA on GPU)")
+    text = _lower(LOWER_CASES[1], backend, implementation="auto").as_text()
+    if marker is None:  # XLA: no custom call at all
+        assert "tpu_custom_call" not in text and TRITON_CALL not in text and "custom_call" not in text
+    else:
+        assert marker in text
+
+
 def test_pack_unpack_is_mxint4_along_k():
     rng = np.random.default_rng(1)
     for k, n, width in ((96, 80, 4), (40, 24, 4), (64, 16, 8)):
@@ -179,13 +281,22 @@ def test_packed_weight_is_a_pytree_with_static_format():
     np.testing.assert_array_equal(jax.jit(unpack)(w), unpack(w))
 
 
-def test_in_kernel_quantizer_equals_library_mxint():
-    z = np.random.default_rng(2).standard_normal((32, 64), np.float32) * 3.0
+@pytest.mark.parametrize("target", ["interpret", "tpu"])
+def test_in_kernel_quantizer_equals_library_mxint(target):
+    """Both variants of the in-kernel tile arithmetic (reshapes for Triton / the generic interpreter,
+    lane rotations and row broadcasts for Mosaic) against the library, outside a kernel."""
+    z = np.random.default_rng(2).standard_normal((32, 256), np.float32) * 3.0
     z[0, :16], z[1, 3], z[2, :16] = 0.0, 1e-9, 4.0  # a zero block, a tiny value, a power of 2
     z = jnp.asarray(z)
     for width in (4, 8):
-        np.testing.assert_array_equal(jax.jit(lqer_pallas.mxint_rows, static_argnums=(1, 2))(z, width, 16),
-                                      _mxint(z, width, 16, -1))
+        for block in (16, 32):
+            np.testing.assert_array_equal(
+                jax.jit(lqer_pallas.mxint_rows, static_argnums=(1, 2, 3))(z, width, block, target),
+                _mxint(z, width, block, -1))
+    # dequantization: reference.unpack's values, bit for bit
+    w = _pack(jnp.asarray(np.random.default_rng(3).standard_normal((128, 256), np.float32)))
+    dequantize = jax.jit(lqer_pallas.dequantize_tile, static_argnums=(2, 3, 4))
+    np.testing.assert_array_equal(dequantize(w.mantissa, w.exponent, 4, 16, target), _unpack(w))
     # round half to even, ties included, as jnp.round
     v = jnp.concatenate([jnp.arange(0.0, 130.0, 0.25), jnp.nextafter(jnp.arange(0.5, 130.0), 0.0),
                          jnp.nextafter(jnp.arange(0.5, 130.0), 200.0)]).astype(jnp.float32)
@@ -193,6 +304,24 @@ def test_in_kernel_quantizer_equals_library_mxint():
     # 2^e from the exponent bits equals XLA's 2.0 ** e over the whole range (both flush subnormals)
     e = jnp.arange(-140.0, 130.0, dtype=jnp.float32)
     np.testing.assert_array_equal(jax.jit(lqer_pallas.exp2_int)(e), jax.jit(lambda e: 2.0 ** e)(e))
+
+
+def test_shared_exponent_is_exact_at_powers_of_two():
+    """ceil(log2(v)) from the bits is exact for every normal float32 exponent, at powers of two and
+    a few ulps above them, where XLA's float32 log2 is off by one (e.g. ceil(log2(2^-26)) = -25, and
+    2^k (1 + 2^-23) -> k for many k): the kernel's Q_x follows the exact rule there (float64 NumPy
+    reference), the library's `mxint` the rounded log2. Elsewhere they agree (tests above)."""
+    bits = (np.arange(1, 255, dtype=np.uint32)[:, None] << 23 | np.arange(9, dtype=np.uint32)[None, :]).ravel()
+    v = bits.view(np.float32)
+    mantissa, exponent = np.frexp(v.astype(np.float64))  # v = mantissa 2^exponent, mantissa in [0.5, 1)
+    np.testing.assert_array_equal(jax.jit(lqer_pallas.ceil_log2)(v), exponent - (mantissa == 0.5))
+    # Q_x of blocks whose maximum is such a value (the other elements away from rounding ties)
+    corners = v[(v > 1e-6) & (v < 1e6)]
+    rows = corners[:, None] * np.array([1, 1 / 3, -1 / 5, 2 / 7] * 4, np.float32)[None, :]
+    rows = np.asarray(rows, np.float32)
+    for target in ("interpret", "tpu"):
+        got = jax.jit(lqer_pallas.mxint_rows, static_argnums=(1, 2, 3))(jnp.asarray(rows), 8, 16, target)
+        np.testing.assert_array_equal(got, mxint_numpy_reference(rows, 8, 16).astype(np.float32))
 
 
 def test_xla_implementation_is_lqers_compute_pattern_written_out():
@@ -225,15 +354,35 @@ def test_pallas_is_inference_only_and_xla_has_ste_gradients():
 
 
 def test_block_sizes_validation_and_defaults():
-    for bad in (dict(block_m=24), dict(block_k=8), dict(block_n=0), dict(block_n=True)):
-        kwargs = dict(block_m=16, block_n=16, block_k=16) | bad
+    for bad in (dict(block_n=0), dict(block_n=True), dict(block_k=2.0)):
         name, value = next(iter(bad.items()))
         with pytest.raises(ValueError, match=f"BlockSizes.{name}={value!r}"):
-            BlockSizes(**kwargs)
+            BlockSizes(**dict(block_m=16, block_n=16, block_k=16) | bad)
+    for target in ("gpu", "interpret"):  # Triton tiles: powers of 2 >= 16
+        for bad in (dict(block_m=24), dict(block_k=8)):
+            name, value = next(iter(bad.items()))
+            with pytest.raises(ValueError, match=f"BlockSizes.{name}={value!r}: every block must be a power of 2"):
+                BlockSizes(**dict(block_m=16, block_n=16, block_k=16) | bad).check(target)
+    for bad in (dict(block_m=12), dict(block_n=64), dict(block_k=192 + 8)):  # Mosaic: (8, 128) multiples
+        name, value = next(iter(bad.items()))
+        with pytest.raises(ValueError, match=f"BlockSizes.{name}={value!r}: on TPU"):
+            BlockSizes(**dict(block_m=8, block_n=128, block_k=128) | bad).check("tpu")
+    BlockSizes(24, 384, 128).check("tpu")
     assert BlockSizes.get_default(1, 1536, 576) == BlockSizes(16, 128, 64)
     assert BlockSizes.get_default(512, 4096, 4096) == BlockSizes(64, 128, 128)
     assert BlockSizes.get_default(7, 80, 40) == BlockSizes(16, 16, 16)
     assert WIDE.fit(5) == BlockSizes(16, 64, 64) and WIDE.fit(500) == WIDE
+    # TPU: N and K padded to 128 (K to 8 exponent rows per step), block_m a multiple of 8
+    assert BlockSizes.get_default(1, 1536, 576, target="tpu") == BlockSizes(8, 512, 128)
+    assert BlockSizes.get_default(512, 4096, 4096, target="tpu") == BlockSizes(128, 512, 512)
+    assert BlockSizes.get_default(7, 80, 40, target="tpu") == BlockSizes(8, 128, 128)
+    assert BlockSizes.get_default(20, 384, 4096, target="tpu", weight_block=32) == BlockSizes(24, 128, 512)
+    assert BlockSizes.get_default(20, 384, 300, target="tpu", weight_block=128) == BlockSizes(24, 128, 1024)
+    assert TPU_SMALL.fit(5, "tpu") == TPU_SMALL and BlockSizes(64, 128, 128).fit(20, "tpu") == BlockSizes(24, 128, 128)
+    assert lqer_pallas.padded_dims("tpu", 5, 80, 48, 8, TPU_SMALL, 16) == (8, 128, 128, 128)
+    assert lqer_pallas.padded_dims("interpret", 5, 80, 48, 8, SMALL, 16) == (16, 80, 64, 16)
+    for target in ("gpu", "interpret", "tpu"):
+        BlockSizes.get_default(3, 1000, 1000, target=target).check(target)
 
 
 def test_errors_name_the_values():
@@ -274,6 +423,17 @@ def test_errors_name_the_values():
         call(xq[:16], w.mantissa, w.exponent, a, b)
     with pytest.raises(TypeError, match="must be int8"):
         call(xq[:16], w.mantissa.astype(jnp.int32), w.exponent)
+    # TPU: Mosaic's tiling, named with the block
+    tpu = tpu_interpret_params()
+    with pytest.raises(ValueError, match="BlockSizes.block_n=16: on TPU"):
+        lqer_matmul(x, w, implementation="pallas", block_sizes=SMALL, interpret=tpu)
+    with pytest.raises(ValueError, match="block=4 must be a multiple of 8 .* on TPU"):
+        lqer_matmul(x, _pack(jnp.ones((32, 16)), block=4), implementation="pallas", interpret=tpu)
+    with pytest.raises(ValueError, match=r"exponent: block \(4, 128\) of array \(8, 128\) breaks Mosaic"):
+        call(jnp.zeros((8, 256)), jnp.zeros((256, 128), jnp.int8), jnp.zeros((8, 128), jnp.int8), weight_block=32,
+             block_sizes=TPU_SMALL, interpret=tpu)
+    with pytest.raises(ValueError, match="backend='metal'"):
+        lqer_matmul(x, w, backend="metal")
 
 
 def test_as_linear_op_routes_packed_and_float_kernels():
@@ -350,11 +510,11 @@ def test_llama_with_packed_kernels_matches_fake_quantized_xla_path():
 
 @pytest.mark.gpu
 class TestCompiledKernel:
-    """The same comparisons with the compiled kernel (Triton on GPU); never run on CPU.
+    """The same comparisons with the compiled kernel (Triton on GPU, Mosaic on TPU, with TPU tiles
+    there: `_blocks_for`); never run on CPU.
 
-    The bound in `_check` holds for any summation order, so it applies unchanged; a rare extra
-    difference can come from the device's log (see `pallas.py`), which would show as one failing
-    element of about one MXINT8 step of the low-rank term.
+    The bound in `_check` holds for any summation order, so it applies unchanged. (The in-kernel
+    exponent comes from the float32 bits, not the device's log, so it cannot drift by an ulp.)
     """
 
     CASES = GRID + OTHER + [Case(m=512, k=4096, n=4096, rank=32, bias=True, blocks=None, data="normal"),
