@@ -22,11 +22,7 @@ def get_config(arg=None):
     c.num_examples = by_scale(scale, tiny=4, quick=16, full=1000)
     c.methods = by_scale(scale, tiny=("attnlrp", "atman", "kernel_shap", "random"),
                          quick=("attnlrp", "gradient_x_input", "integrated_gradients", "atman", "random"), full=METHODS)
-    # Overrides of the faithfulness config (0: keep its value); full: sized for 2 CPU cores (README).
-    c.length = by_scale(scale, tiny=0, quick=0, full=16)
-    c.steps = by_scale(scale, tiny=0, quick=0, full=5)
-    c.batch_size = by_scale(scale, tiny=0, quick=0, full=16)
-    c.ig_steps = by_scale(scale, tiny=0, quick=0, full=16)
-    c.smoothgrad_samples = by_scale(scale, tiny=0, quick=0, full=8)
-    c.shap_budget = by_scale(scale, tiny=0, quick=0, full=48)
+    # Overrides of the faithfulness config (0: keep its value, as the full scale does)
+    for key in ("length", "steps", "batch_size", "ig_steps", "smoothgrad_samples", "shap_budget"):
+        c[key] = 0
     return c
