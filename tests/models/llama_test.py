@@ -120,6 +120,31 @@ def test_greedy_tokens_equal_the_reference_and_read_as_english(smollm, reference
     assert tok.decode(expected) == " girl named Emma who loved to play in the sun. She"
 
 
+def test_last_logits_only_is_the_reference_last_row(smollm, reference):
+    """The head on the last position only ([batch, 1, vocab]) on left-padded rows of different
+    lengths: the float64 reference's last row of each prompt, and the full model's last row."""
+    model, params, tok = smollm
+    rows = [tok.encode(p) for p in PROMPTS[:2]]
+    length = max(map(len, rows))
+    tokens = np.zeros((2, length), np.int32)
+    positions = np.zeros((2, length), np.int32)
+    valid = np.zeros((2, length), bool)
+    for b, ids in enumerate(rows):
+        tokens[b, length - len(ids):] = ids
+        positions[b, length - len(ids):] = np.arange(len(ids))
+        valid[b, length - len(ids):] = True
+    last = model.clone(last_logits_only=True)
+    out = np.asarray(last.apply({"params": params}, tokens, positions, key_valid=valid)[0])
+    full = np.asarray(model.apply({"params": params}, tokens, positions, key_valid=valid)[0])
+    assert out.shape == (2, 1, model.config.vocab_size)
+    np.testing.assert_allclose(out[:, 0], full[:, -1], atol=1e-5)
+    for b, ids in enumerate(rows):
+        assert np.abs(out[b, 0] - reference.logits(ids)[-1]).max() <= 5e-4
+    with pytest.raises(ValueError, match="last_logits_only"):
+        last.apply({"params": params}, tokens[:1], positions[:1], cache=llama.init_cache(model.config, 1, 2 * length),
+                   cache_index=0)
+
+
 def test_rotate_half_layout_with_unpermuted_weights_is_the_same_model(smollm):
     model, params, tok = smollm
     config_hf, params_hf = llama.permute_qk_to_rotate_half(params, model.config)

@@ -35,12 +35,14 @@ VIT_METHODS = ("attnlrp_gamma", "attnlrp", "cp_lrp_gamma", "gradient_x_input", "
 
 
 def explain_scores(method: str, model, params, args, kwargs, target, position, config, point="embeddings",
-                   seed=0, shape=None, values=None, removable=None) -> np.ndarray:
+                   seed=0, shape=None, values=None, removable=None, query_position=None) -> np.ndarray:
     """Relevance per position [batch, len] from one method (sum over the feature axis).
 
     `shape` ([batch, len] at `point`) is needed by the random baseline only, `values` (the
     activations at `point`) by KernelSHAP only (config.shap_budget coalitions, replacement zero;
-    its players are the `removable` positions [batch, len], default all).
+    its players are the `removable` positions [batch, len], default all). `position` indexes the
+    model's logits; `query_position` (default `position`) is the sequence position whose attention
+    rollout explains it (they differ for `Llama(last_logits_only=True)`, whose logits have length 1).
     """
     common = dict(target=target, position=position, model_kwargs=kwargs)
     if method in ("attnlrp_gamma", "cp_lrp_gamma"):   # the gamma rule on every Linear layer (ViT)
@@ -56,7 +58,8 @@ def explain_scores(method: str, model, params, args, kwargs, target, position, c
         return baselines.smoothgrad(model, params, args, point=point, samples=config.smoothgrad_samples,
                                     noise=config.smoothgrad_noise, seed=seed, chunk=config.ig_chunk, **common).sum(-1)
     if method == "attention_rollout":
-        return baselines.attention_rollout(model, params, args, position=position, model_kwargs=kwargs)
+        return baselines.attention_rollout(model, params, args, model_kwargs=kwargs,
+                                           position=position if query_position is None else query_position)
     if method == "atman":
         return baselines.atman(model, params, args, target=target, position=position,
                                suppression=config.atman_suppression, model_kwargs=kwargs)
@@ -234,37 +237,41 @@ def faithfulness_llm(config, workdir) -> Result:
     all_removable = prefixes.removable()
     if config.protect_first:   # keep each prefix's first token (the attention sink) in place
         all_removable[np.arange(n), all_removable.argmax(1)] = False
+    # Rows are left-padded, so every target is at the last position: the head runs there only (logits
+    # [batch, 1, vocab]; the vocab-sized head is a fifth of a 16-token forward pass).
+    head = model.clone(last_logits_only=True)
+    position = np.zeros(config.batch_size, int)           # into the head's logits
+    query = np.full(config.batch_size, last)              # the predicting token (attention rollout)
     for sl, take in _batches(n, config.batch_size):
         real = sl.stop - sl.start
         args, kwargs = _llm_batch(prefixes, take)
-        position = np.full(config.batch_size, last)
-        target = np.asarray(_greedy_program(model)(params, args, kwargs, jnp.asarray(position)))
+        target = np.asarray(_greedy_program(head)(params, args, kwargs, jnp.asarray(position)))
         removable = all_removable[take]
         key = f"{sl.start}-{sl.stop}/{fingerprint}"
         row = stored.get(key)
         if row is None:
-            seconds, lrp = call_seconds(lambda: explain.relevance(model, params, args, target=target,
+            seconds, lrp = call_seconds(lambda: explain.relevance(head, params, args, target=target,
                                                                  position=position, rules="attnlrp", model_kwargs=kwargs))
             spent = {"attnlrp": seconds}
             values = lrp.values["embeddings"]
             scores = {"attnlrp": lrp.per_token("embeddings")}
             for m in methods[1:]:
                 spent[m], scores[m] = call_seconds(lambda: explain_scores(
-                    m, model, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2],
-                    values=values, removable=removable))
+                    m, head, params, args, kwargs, target, position, config, seed=sl.start, shape=values.shape[:2],
+                    values=values, removable=removable, query_position=query))
             scores = {m: np.asarray(v, np.float32) for m, v in scores.items()}
             first, other = single_removals(removable, seed=sl.start)
             probes = np.concatenate([first, other])
             curves, singles = {}, {}
             for r in reps:
                 c = faithfulness.curves_for_methods(
-                    model, params, args, values, scores, removable, target=target, position=position,
+                    head, params, args, values, scores, removable, target=target, position=position,
                     fractions=fractions, model_kwargs=kwargs, chunk=config.curve_chunk, replacement=fills[r])
                 curves[r] = {m: {"morf": v["morf"][:real].tolist(), "lerf": v["lerf"][:real].tolist()}
                              for m, v in c.items()}
                 fill = np.zeros_like(values) if fills[r] is None else np.broadcast_to(fills[r], values.shape)
                 logit = faithfulness.replaced_logits(
-                    model, params, args, values, fill, np.tile(np.arange(len(take)), 2), probes, target=target,
+                    head, params, args, values, fill, np.tile(np.arange(len(take)), 2), probes, target=target,
                     position=position, point="embeddings", model_kwargs=kwargs, logits_fn=explain.default_logits,
                     chunk=config.curve_chunk)
                 any_m = c[methods[0]]
@@ -326,7 +333,7 @@ def faithfulness_llm(config, workdir) -> Result:
                                        ig_steps=config.ig_steps if "integrated_gradients" in methods else None),
              claims.conservation_claim(metrics, setting)]
     if config.cost_claim and {"attnlrp", "gradient_x_input", "integrated_gradients"} <= set(methods):
-        found.append(_cost_from_run(config, model, params, args, kwargs, target, position, times, metrics,
+        found.append(_cost_from_run(config, head, params, args, kwargs, target, position, times, metrics,
                                     f"{model_name}, batch {config.batch_size} x {config.length} tokens",
                                     comparable))
     return Result(
