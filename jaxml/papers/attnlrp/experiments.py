@@ -314,6 +314,7 @@ def faithfulness_llm(config, workdir) -> Result:
             curves_merged = merged
     cons = np.asarray(conservation)
     metrics.update({f"seconds_{m}": float(np.sum(t)) for m, t in times.items()})   # compilation included
+    metrics.update(cost_units(times))
     metrics.update(num_examples=float(n), conservation_mean=float(cons.mean()),
                    conservation_median=float(np.median(cons)), conservation_min=float(cons.min()),
                    conservation_max=float(cons.max()))
@@ -344,6 +345,19 @@ def faithfulness_llm(config, workdir) -> Result:
                f"{config.steps} steps{' (the first token of each prefix never removed)' if config.protect_first else ''}; "
                "area between LeRF and MoRF curves in logit units. The paper's Table 1 is on LLaMA-2-7B "
                "(4000 examples)."))
+
+
+def cost_units(times: dict[str, list[float]], unit: str = "gradient_x_input") -> dict[str, float]:
+    """Each method's time in forward+backward units: per batch, its seconds over those of `unit` (one
+    plain forward+backward pass, Gradient x Input) in the same batch, so that both saw the same
+    machine load; the median over batches (a batch that compiled is an outlier the median ignores).
+    {} if `unit` was not run."""
+    if unit not in times:
+        return {}
+    base = np.asarray(times[unit], np.float64)
+    if np.any(base <= 0):
+        raise ValueError(f"cost_units: {unit} has a non-positive time in {times[unit]}")
+    return {f"cost_units_{m}": float(np.median(np.asarray(t, np.float64) / base)) for m, t in times.items()}
 
 
 def first_token_metrics(single: dict[str, np.ndarray]) -> dict[str, float]:
@@ -708,6 +722,7 @@ def protocol(config, workdir) -> Result:
                             if k.startswith(prefix) and "/" not in k.removeprefix(prefix)
                             and (k.removeprefix(prefix).startswith(("abc_", "first_", "other_", "all_")))})
         metrics.update({f"{mode}/seconds_{m}": result.metrics[f"seconds_{m}"] for m in config.methods})
+        metrics.update({f"{mode}/{k}": v for k, v in result.metrics.items() if k.startswith("cost_units_")})
     table_rows = protocol_rows(per_setting)
     table = protocol_table(table_rows)
     (workdir / "table.md").write_text(table + "\n")

@@ -173,3 +173,17 @@ def test_first_token_metrics_by_hand():
     assert got["first_token_half_or_more"] == pytest.approx(1 / 3)
     assert got["first_minus_other_drop"] == pytest.approx(2.0)
     assert got["first_minus_other_drop_ci_lo"] <= 2.0 <= got["first_minus_other_drop_ci_hi"]
+
+
+def test_cost_units_are_per_batch_ratios_to_one_pass():
+    from jaxml.papers.attnlrp.experiments import cost_units
+
+    # batch 2 ran under twice the load (and compiled IG): per-batch ratios 4, 4, 12 -> median 4
+    times = {"gradient_x_input": [1.0, 2.0, 1.0], "integrated_gradients": [4.0, 8.0, 12.0], "attnlrp": [0.9, 1.8, 0.8]}
+    got = cost_units(times)
+    assert got["cost_units_integrated_gradients"] == pytest.approx(4.0)
+    assert got["cost_units_attnlrp"] == pytest.approx(0.9)
+    assert got["cost_units_gradient_x_input"] == pytest.approx(1.0)
+    assert cost_units({"attnlrp": [1.0]}) == {}
+    with pytest.raises(ValueError, match="non-positive"):
+        cost_units({"gradient_x_input": [0.0], "attnlrp": [1.0]})
