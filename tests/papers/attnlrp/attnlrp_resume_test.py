@@ -1,15 +1,30 @@
 """faithfulness_llm stores each finished batch and resumes from them; every replacement value is
 measured on the same explanations."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxml.core import registry
 from jaxml.core.config import load_config
+from jaxml.models.llama import Llama, LlamaConfig, smollm2_tokenizer
 from jaxml.papers.attnlrp import experiments
 
 
+def _tiny_smollm2(layers=0):
+    """A 2-layer Llama of SmolLM2's vocabulary with random weights and SmolLM2's tokenizer: the
+    experiment's code path without loading the 135M weights."""
+    tok = smollm2_tokenizer()
+    config = LlamaConfig(vocab_size=tok.vocab_size, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24,
+                         max_len=64, rope_theta=100.0, tie_embeddings=True)
+    model = Llama(config)
+    params = jax.jit(model.init)(jax.random.PRNGKey(0), jnp.zeros((1, 4), jnp.int32), jnp.zeros((1, 4), jnp.int32))
+    return model, params["params"], tok
+
+
 def test_faithfulness_llm_resumes_from_stored_batches_and_measures_each_replacement(tmp_path, monkeypatch):
+    monkeypatch.setattr(experiments, "smollm2", _tiny_smollm2)
     name = "attnlrp/faithfulness_llm"
     overrides = ["num_examples=4", "batch_size=2", "heatmaps=0", "cost_claim=False",
                  "methods=('attnlrp','gradient_x_input','random')", "replacements=('zero','mean')"]

@@ -27,7 +27,7 @@ def tiny():
 @pytest.mark.parametrize("rules", ["attnlrp", "cp_lrp", "gradient"])
 def test_composed_forward_is_the_quantized_models(tiny, rules):
     model, params, args = tiny
-    run = lambda ops: np.asarray(model.clone(ops=ops).apply({"params": params}, *args)[0])
+    run = lambda ops: np.asarray(jax.jit(lambda p, a: model.clone(ops=ops).apply({"params": p}, *a)[0])(params, args))
     quant = run(quantized_ops(A8))
     assert np.array_equal(run(compressed.quantized_rules(rules, A8)), quant)
     assert not np.allclose(quant, run(quantized_ops(NONE)), atol=1e-6)      # quantization does change it

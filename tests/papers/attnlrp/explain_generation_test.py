@@ -20,7 +20,7 @@ def tiny():
     return model, jax.tree_util.tree_map(lambda p: p * 2.0, params)
 
 
-@pytest.mark.parametrize("rules,chunk", [("attnlrp", 2), ("gradient", 8)])
+@pytest.mark.parametrize("rules,chunk", [("attnlrp", 2), pytest.param("gradient", 8, marks=pytest.mark.slow)])
 def test_equals_one_relevance_call_per_generated_token(tiny, rules, chunk):
     model, params = tiny
     rng = np.random.default_rng(0)
