@@ -17,7 +17,8 @@ from jaxml.papers.attnlrp.faithfulness import clearly_positive
 
 NAMES = {"attnlrp": "AttnLRP", "attnlrp_gamma": "AttnLRP+gamma", "cp_lrp": "CP-LRP", "cp_lrp_gamma": "CP-LRP+gamma",
          "gradient_x_input": "Gradient x Input", "integrated_gradients": "Integrated Gradients",
-         "smoothgrad": "SmoothGrad x Input", "attention_rollout": "attention rollout", "random": "random"}
+         "smoothgrad": "SmoothGrad x Input", "attention_rollout": "attention rollout", "atman": "AtMan",
+         "kernel_shap": "KernelSHAP", "random": "random"}
 HEADLINE_BASELINES = ("gradient_x_input", "integrated_gradients", "random")
 SE_MULTIPLE = 2.0
 ABOUT_ONE_PASS = 1.5   # AttnLRP / plain forward+backward at most this for "about one pass"
