@@ -770,6 +770,9 @@ def plausibility_experiment(config, workdir) -> Result:
                                         "batch_size", "methods", "ig_steps", "ig_chunk", "smoothgrad_samples",
                                         "smoothgrad_noise", "atman_suppression", "shap_budget", "seed"))
     hits = {m: [] for m in methods}
+    head = model.clone(last_logits_only=True)        # every answer is predicted at the last position
+    position = np.zeros(config.batch_size, int)      # into the head's logits
+    query = np.full(config.batch_size, last)         # the predicting token (attention rollout)
     for sl, pick in _batches(len(correct), config.batch_size):
         real = sl.stop - sl.start
         take = correct[pick]
@@ -777,16 +780,15 @@ def plausibility_experiment(config, workdir) -> Result:
         row = stored.get(key)
         if row is None:
             args, kwargs = inputs(take)
-            position = np.full(config.batch_size, last)
             target = ex.answer_ids[take]
-            lrp = explain.relevance(model, params, args, target=target, position=position, rules="attnlrp",
+            lrp = explain.relevance(head, params, args, target=target, position=position, rules="attnlrp",
                                     model_kwargs=kwargs)
             values = lrp.values["embeddings"]
             got = {}
             for m in methods:
                 scores = (lrp.per_token("embeddings") if m == "attnlrp" else explain_scores(
-                    m, model, params, args, kwargs, target, position, config, seed=sl.start,
-                    shape=values.shape[:2], values=values, removable=ex.valid[take]))
+                    m, head, params, args, kwargs, target, position, config, seed=sl.start,
+                    shape=values.shape[:2], values=values, removable=ex.valid[take], query_position=query))
                 got[m] = plausibility.top_token_in_span(scores, ex.answer_span[take], ex.valid[take])[:real].tolist()
             row = stored.add(key, hits=got)
         for m in methods:
