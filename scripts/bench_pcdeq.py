@@ -15,7 +15,11 @@ pcDEQ init on the same Fashion-MNIST batches, after a warm-up (compilation exclu
   per-iteration `.item()` residual, one extra differentiable application of f, a backward hook that
   solves the adjoint with `autograd.grad`, AdamW, then clamping v, g >= 0.
 
-Seconds per epoch = seconds per step x 938 (60,000 / 64). The mean forward/backward iteration
+Seconds per epoch = seconds per step x 938 (60,000 / 64). By default the process keeps freed
+heap memory (`jaxml.papers.pcdeq.cpu_memory.retain_freed_memory`, glibc `mallopt`, set before
+either side runs, so both run under it): without it every jaxml step maps its temporary buffer
+afresh (about 14,000 page faults per multi-conv step); `--noretain_heap` times the default
+allocator. Minor page faults per step are reported for both sides. The mean forward/backward iteration
 counts of the timed steps are printed beside, since they set the cost (they grow with training).
 """
 
@@ -33,6 +37,7 @@ if hasattr(os, "sched_setaffinity"):
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
+import resource  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -44,6 +49,7 @@ _MODELS = flags.DEFINE_list("models", ["linear", "multi_conv"], "Networks to tim
 _STEPS = flags.DEFINE_integer("steps", 0, "Timed steps per model (0: 938 = one epoch for linear, 120 for multi_conv).")
 _TORCH = flags.DEFINE_bool("torch", True, "Also time the PyTorch port when torch is installed.")
 _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
+_RETAIN = flags.DEFINE_bool("retain_heap", True, "Keep freed heap memory in the process (both sides; see cpu_memory.py).")
 
 STEPS_PER_EPOCH = 938
 SPECS = {"linear": "model=linear,variant=pcdeq1,act=tanh",
@@ -83,6 +89,7 @@ def bench_jaxml(model: str, steps: int, images, labels) -> dict:
         state, m = step(state, {"image": x, "label": y})
     jax.block_until_ready(m)
     fwd, bwd = [], []
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     for x, y in _batches(images, labels, steps):
         state, m = step(state, {"image": x, "label": y})
@@ -90,7 +97,8 @@ def bench_jaxml(model: str, steps: int, images, labels) -> dict:
         bwd.append(m["backward_iterations"])
     jax.block_until_ready(state.params)
     seconds = time.perf_counter() - t0
-    return {"s_per_step": seconds / steps, "compile_s": compile_s,
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
+    return {"s_per_step": seconds / steps, "compile_s": compile_s, "page_faults_per_step": faults / steps,
             "forward_iterations": float(np.mean(jax.device_get(fwd))),
             "backward_iterations": float(np.mean(jax.device_get(bwd)))}
 
@@ -192,19 +200,24 @@ def bench_torch(model: str, steps: int, images, labels) -> dict:
     for x, y in _batches(images, labels, 2, seed=1):
         train_step(*to_t(x, y))
     its = []
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     for x, y in _batches(images, labels, steps):
         its.append(train_step(*to_t(x, y)))
     seconds = time.perf_counter() - t0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     its = np.asarray(its)
-    return {"s_per_step": seconds / steps, "forward_iterations": float(its[:, 0].mean()),
+    return {"s_per_step": seconds / steps, "page_faults_per_step": faults / steps, "forward_iterations": float(its[:, 0].mean()),
             "backward_iterations": float(its[:, 1].mean()), "torch": torch.__version__}
 
 
 def main(argv):
     del argv
     from jaxml.data import fashion_mnist
+    from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
 
+    retained = _RETAIN.value and retain_freed_memory()
+    print(f"freed heap memory retained (both sides): {retained}", flush=True)
     train = fashion_mnist.load("train")
     arrays = train[np.arange(len(train))]
     images, labels = np.asarray(arrays["image"]), np.asarray(arrays["label"])
@@ -221,14 +234,16 @@ def main(argv):
                 row["torch"] = bench_torch(model, steps, images, labels)
             except ImportError as e:
                 row["torch"] = {"skipped": f"torch not installed ({e}); pip install -e '.[torch-ref]'"}
+        row["retain_heap"] = retained
         results[model] = row
         j, t = row["jaxml"], row["torch"]
         line = (f"{model}: jaxml {j['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch "
-                f"(fwd {j['forward_iterations']:.1f} / bwd {j['backward_iterations']:.1f} it, compile {j['compile_s']:.1f} s)")
+                f"(fwd {j['forward_iterations']:.1f} / bwd {j['backward_iterations']:.1f} it, compile {j['compile_s']:.1f} s, "
+                f"{j['page_faults_per_step']:.0f} page faults/step)")
         if "s_per_step" in t:
             row["speedup"] = t["s_per_step"] / j["s_per_step"]
             line += (f"; torch {t['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch (fwd {t['forward_iterations']:.1f} / "
-                     f"bwd {t['backward_iterations']:.1f} it); jaxml is {row['speedup']:.2f}x faster")
+                     f"bwd {t['backward_iterations']:.1f} it, {t['page_faults_per_step']:.0f} page faults/step); jaxml is {row['speedup']:.2f}x faster")
         else:
             line += f"; torch not timed: {t['skipped']}"
         print(line, flush=True)

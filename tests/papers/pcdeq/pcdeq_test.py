@@ -584,3 +584,21 @@ def test_reproduce_wires_parts_into_claims_table_and_one_convergence_figure(tmp_
     assert table[2] == "| linear pcDEQ-1 tanh | 70,410 | 1 | 0.8400 | 2.0 | — | — | 0.300 | 1.0e-07 |"
     assert table[4] == "| linear explicit tanh | 70,410 | 1 | 0.8450 | 2.0 | — | — | — | — |"
     assert result.notes == "Fashion-MNIST, scale quick. parts."
+
+
+def test_retain_freed_memory_reuses_pages_of_large_buffers():
+    # After retain_freed_memory, a 64 MiB buffer freed and allocated again comes from the retained heap:
+    # (almost) no new page faults. By default glibc maps it afresh, 16,384 faults of 4 KiB pages.
+    import resource
+    import sys
+    from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
+    if not sys.platform.startswith("linux"):
+        assert retain_freed_memory() is False
+        return
+    assert retain_freed_memory() is True
+    a = np.ones(1 << 24, np.float32)
+    del a
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    b = np.ones(1 << 24, np.float32)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert float(b[-1]) == 1.0 and faults < 1000, faults
