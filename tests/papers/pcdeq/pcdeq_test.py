@@ -13,8 +13,8 @@ from jaxml.core.mesh import num_params
 from jaxml.papers.pcdeq import metrics as pm
 from jaxml.papers.pcdeq.experiments import (accuracy_claim, convergence_claim, gradient_claim, gradient_errors,
                                             training_runs)
-from jaxml.papers.pcdeq.layers import (DEQLayer, conv3x3, conv_activation, injection, layer_map, pcdeq_init,
-                                       project_nonnegative, softplus_beta5, weight_norm)
+from jaxml.papers.pcdeq.layers import (DEQLayer, conv3x3, conv_activation, injection, input_conv3x3, layer_map,
+                                       pcdeq_init, project_nonnegative, softplus_beta5, weight_norm)
 from jaxml.papers.pcdeq.models import DEFAULT_WIDTHS, DEQNet, maxpool3x3
 from jaxml.papers.pcdeq.solver import Solver, anderson, deq_solve, find_fixed_point, geometric_rate
 from kernels.fixed_point.reference import activation_fn, iterate
@@ -259,6 +259,38 @@ def test_conv3x3_implementation_is_chosen_per_platform():
     np.testing.assert_array_equal(conv3x3(z, w), conv3x3(z, w, "patches"))
     with pytest.raises(ValueError, match="conv impl='im2col'"):
         conv3x3(z, w, "im2col")
+
+
+@pytest.mark.parametrize("shape", [(2, 9, 7, 5), (3, 28, 28, 12)], ids=["9x7-o5", "28x28-o12"])
+def test_input_conv3x3_taps_and_vjp_equal_xla(shape):
+    # The first convolution (one input channel) as 9 shifted multiply-adds against lax.conv and its VJP.
+    # Only the forward differs (summation order; the gradients are XLA's in both): measured at most
+    # 4.8e-7 of the largest |entry| (about 3) on these shapes; bound 4e-6 of it. The gradients are equal.
+    n, h, wd, o = shape
+    x, w, g = _normal((n, h, wd, 1), 0), _normal((3, 3, 1, o), 1), _normal((n, h, wd, o), 2)
+
+    @jax.jit
+    def both(x, w, g):
+        out, vjp = jax.vjp(lambda x, w: input_conv3x3(x, w, "taps"), x, w)
+        ref, vjp_ref = jax.vjp(_xla_conv, x, w)
+        return (out, *vjp(g)), (ref, *vjp_ref(g))
+
+    ours, ref = both(x, w, g)
+    for name, a, b in zip(("conv", "d/dx", "d/dw"), ours, ref):
+        assert a.shape == b.shape, name
+        err, scale = float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))
+        assert err <= (4e-6 * scale if name == "conv" else 1e-6 * scale), (name, err, scale)
+    # 'auto': the taps on the CPU, lax.conv lowered for GPU/TPU (the forward; the gradients are lax.conv).
+    fwd = lambda impl: jax.jit(lambda x, w: input_conv3x3(x, w, impl))
+    count = lambda impl, platform: jax.export.export(fwd(impl), platforms=(platform,))(x, w).mlir_module().count(
+        "stablehlo.convolution")
+    assert count("auto", "cpu") == count("taps", "cpu") == 0
+    assert count("auto", "cuda") == count("auto", "tpu") == count("xla", "cpu") == 1
+    np.testing.assert_array_equal(input_conv3x3(x, w), input_conv3x3(x, w, "taps"))
+    with pytest.raises(ValueError, match="input conv impl"):
+        input_conv3x3(x, w, "patches")
+    with pytest.raises(ValueError, match="input_conv3x3 takes x"):
+        input_conv3x3(jnp.zeros((1, 4, 4, 2)), jnp.zeros((3, 3, 2, 3)))
 
 
 def test_explicit_derivatives_of_activations_and_injection_equal_autodiff():
