@@ -618,30 +618,44 @@ def test_reproduce_wires_parts_into_claims_table_and_one_convergence_figure(tmp_
     assert result.notes == "Fashion-MNIST, scale quick. parts."
 
 
+_RETAIN_CHECK = """
+import ctypes, sys
+import numpy as np
+from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
+libc = ctypes.CDLL("libc.so.6")
+if not hasattr(libc, "mallinfo2"):
+    print("skip: glibc without mallinfo2"); sys.exit(0)
+
+class Info(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_size_t) for k in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                 "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc.mallinfo2.restype = Info
+assert retain_freed_memory() is True
+size = 64 << 20
+mapped0 = libc.mallinfo2().hblkhd
+a = np.ones(size // 4, np.float32)
+info = libc.mallinfo2()
+assert info.hblkhd - mapped0 < size and info.arena >= size, (info.hblkhd, info.arena)
+del a
+assert libc.mallinfo2().arena >= size     # freed, kept
+print("ok")
+"""
+
+
 def test_retain_freed_memory_keeps_large_buffers_on_the_heap():
     # After retain_freed_memory, a 64 MiB buffer is served from the heap (not mmap-ed) and stays there
     # when freed (not trimmed), so the next one reuses its pages: glibc's mallinfo2 says where the
     # bytes are (hblkhd: mmap-ed; arena: the heap). By default it is mmap-ed and unmapped on free.
-    import ctypes
+    # In a child process: the setting is process-wide and must not leak into the test session.
+    import subprocess
     import sys
     from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
     if not sys.platform.startswith("linux"):
         assert retain_freed_memory() is False
         return
-    libc = ctypes.CDLL("libc.so.6")
-    if not hasattr(libc, "mallinfo2"):
-        pytest.skip("glibc without mallinfo2")
-
-    class Info(ctypes.Structure):
-        _fields_ = [(k, ctypes.c_size_t) for k in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-    libc.mallinfo2.restype = Info
-    assert retain_freed_memory() is True
-    size = 64 << 20
-    mapped0 = libc.mallinfo2().hblkhd
-    a = np.ones(size // 4, np.float32)
-    info = libc.mallinfo2()
-    assert info.hblkhd - mapped0 < size and info.arena >= size, (info.hblkhd, info.arena)
-    del a
-    assert libc.mallinfo2().arena >= size     # freed, kept
+    proc = subprocess.run([sys.executable, "-c", _RETAIN_CHECK], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if proc.stdout.startswith("skip"):
+        pytest.skip(proc.stdout.strip())
+    assert proc.stdout.strip() == "ok"
