@@ -99,8 +99,6 @@ def _dense_map(w, z, x, act):
 
 
 CONV_IMPLS = ("auto", "patches", "xla")
-BARRIER_INJECTION = True
-BARRIER_TAPS = True
 
 
 def _conv_xla(z, w):
@@ -240,7 +238,8 @@ def _conv_taps(x, w):
         for j in range(3):
             t = xp[:, i:i + h, j:j + wd, :] * w[i, j, 0]
             out = t if out is None else out + t
-    return jax.lax.optimization_barrier(out) if BARRIER_TAPS else out
+    # Materialised once: without the barrier XLA:CPU recomputed the 9 taps in every fusion reading them.
+    return jax.lax.optimization_barrier(out)
 
 
 def _input_conv_any(x, w, impl):
@@ -349,7 +348,7 @@ class DEQLayer(nn.Module):
         w = weight_norm(v, g)
         act = conv_activation(self.activation) if self.conv else activation_fn(self.activation)
         inj = injection(self.variant, x)
-        if self.conv and BARRIER_INJECTION:
+        if self.conv:
             # One materialised injection: without the barrier XLA:CPU fused the injection's
             # computation (BatchNorm, softplus) into each of its consumers and recomputed it there.
             inj = jax.lax.optimization_barrier(inj)

@@ -185,6 +185,22 @@ def _xla_conv(z, w):
     return jax.lax.conv_general_dilated(z, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+def _vjp_against_xla(conv, z, w, g):
+    """{name: ((ours, xla), (max |ours - xla|, max |xla|))} for the convolution and its VJP w.r.t. the
+    input and the kernel (cotangent g), `conv` against `lax.conv_general_dilated` (shapes checked)."""
+    @jax.jit
+    def both(z, w, g):
+        out, vjp = jax.vjp(conv, z, w)
+        ref, vjp_ref = jax.vjp(_xla_conv, z, w)
+        return (out, *vjp(g)), (ref, *vjp_ref(g))
+
+    out = {}
+    for name, a, b in zip(("conv", "d/dinput", "d/dw"), *both(z, w, g)):
+        assert a.shape == b.shape, name
+        out[name] = ((a, b), (float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))))
+    return out
+
+
 def test_conv3x3_and_maxpool_custom_gradients_equal_xla():
     # conv3x3's 'xla' path (the GPU/TPU one): its flipped-kernel adjoint against JAX's own transpose.
     z, w, t = _normal((2, 9, 9, 5), 0), _normal((3, 3, 5, 5), 1), _normal((2, 9, 9, 5), 2)
@@ -225,17 +241,8 @@ def test_conv3x3_patches_and_its_vjp_equal_xla(shape):
     # 4e-6 of the largest entry. The 1x1 image only touches the centre tap: exactly equal.
     n, h, wd, c, o = shape
     z, w, g = _normal((n, h, wd, c), 0), _normal((3, 3, c, o), 1), _normal((n, h, wd, o), 2)
-
-    @jax.jit
-    def both(z, w, g):
-        out, vjp = jax.vjp(lambda z, w: conv3x3(z, w, "patches"), z, w)
-        ref, vjp_ref = jax.vjp(_xla_conv, z, w)
-        return (out, *vjp(g)), (ref, *vjp_ref(g))
-
-    ours, ref = both(z, w, g)
-    for name, a, b in zip(("conv", "d/dz", "d/dw"), ours, ref):
-        assert a.shape == b.shape and a.dtype == jnp.float32, name
-        err, scale = float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))
+    for name, ((a, b), (err, scale)) in _vjp_against_xla(lambda z, w: conv3x3(z, w, "patches"), z, w, g).items():
+        assert a.dtype == jnp.float32, name
         assert err <= 4e-6 * scale, (name, err, scale)
         if h == wd == 1:
             assert err == 0.0, name
@@ -268,17 +275,7 @@ def test_input_conv3x3_taps_and_vjp_equal_xla(shape):
     # 4.8e-7 of the largest |entry| (about 3) on these shapes; bound 4e-6 of it. The gradients are equal.
     n, h, wd, o = shape
     x, w, g = _normal((n, h, wd, 1), 0), _normal((3, 3, 1, o), 1), _normal((n, h, wd, o), 2)
-
-    @jax.jit
-    def both(x, w, g):
-        out, vjp = jax.vjp(lambda x, w: input_conv3x3(x, w, "taps"), x, w)
-        ref, vjp_ref = jax.vjp(_xla_conv, x, w)
-        return (out, *vjp(g)), (ref, *vjp_ref(g))
-
-    ours, ref = both(x, w, g)
-    for name, a, b in zip(("conv", "d/dx", "d/dw"), ours, ref):
-        assert a.shape == b.shape, name
-        err, scale = float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))
+    for name, (_, (err, scale)) in _vjp_against_xla(lambda x, w: input_conv3x3(x, w, "taps"), x, w, g).items():
         assert err <= (4e-6 * scale if name == "conv" else 1e-6 * scale), (name, err, scale)
     # 'auto': the taps on the CPU, lax.conv lowered for GPU/TPU (the forward; the gradients are lax.conv).
     fwd = lambda impl: jax.jit(lambda x, w: input_conv3x3(x, w, impl))
