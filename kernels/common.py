@@ -29,6 +29,8 @@ import jax
 
 IMPLEMENTATIONS = ("auto", "xla", "pallas")
 TARGETS = ("tpu", "gpu", "interpret")
+# Mosaic TPU's tile of a 32-bit array's last two dimensions: (sublanes, lanes).
+TPU_SUBLANES, TPU_LANES = 8, 128
 _GPU_BACKENDS = ("gpu", "cuda", "rocm")
 
 
@@ -131,6 +133,12 @@ def compiler_params(target: str, *, dimension_semantics=None, num_warps: int = 4
     raise ValueError(f"target={target!r}; accepted: {TARGETS}")
 
 
+def check_target(target: str) -> None:
+    """Raises ValueError unless `target` is one of TARGETS."""
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r}; accepted: {TARGETS}")
+
+
 def check_divisible(name: str, size: int, block_name: str, block: int) -> None:
     """Raises ValueError `f"{name}={size} must be a multiple of {block_name}={block}"`."""
     if block <= 0 or size % block:
@@ -141,7 +149,7 @@ def check_tpu_block(name: str, block: tuple[int, ...], array: tuple[int, ...]) -
     """Mosaic TPU's tiling rule for a block of `array`: each of the last two block dimensions is a
     multiple of (8, 128) respectively or equals the array's (a 1-D block: a multiple of 128 or the
     whole array). Raises ValueError naming the block."""
-    tiles = (8, 128)[-min(2, len(block)):] if block else ()
+    tiles = (TPU_SUBLANES, TPU_LANES)[-min(2, len(block)):] if block else ()
     for axis, tile in zip(range(len(block) - len(tiles), len(block)), tiles):
         b, a = block[axis], array[axis]
         if b != a and b % tile:

@@ -15,7 +15,14 @@ pcDEQ init on the same Fashion-MNIST batches, after a warm-up (compilation exclu
   per-iteration `.item()` residual, one extra differentiable application of f, a backward hook that
   solves the adjoint with `autograd.grad`, AdamW, then clamping v, g >= 0.
 
-Seconds per epoch = seconds per step x 938 (60,000 / 64). The mean forward/backward iteration
+The two sides are timed interleaved, `--block` steps (10) at a time on the same batches (which
+side goes first flips every block), so that both see the same load on a shared machine; jaxml's
+steps are waited for at the end of each block. Seconds per epoch = seconds per step (total / steps)
+x 938 (60,000 / 64); the median over blocks is reported beside. By default the process keeps freed
+heap memory (`jaxml.papers.pcdeq.cpu_memory.retain_freed_memory`, glibc `mallopt`, set before
+either side runs, so both run under it): without it every jaxml step maps its temporary buffer
+afresh (about 14,000 page faults per multi-conv step); `--noretain_heap` times the default
+allocator. Minor page faults per step are reported for both sides. The mean forward/backward iteration
 counts of the timed steps are printed beside, since they set the cost (they grow with training).
 """
 
@@ -33,6 +40,7 @@ if hasattr(os, "sched_setaffinity"):
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
+import resource  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -44,6 +52,8 @@ _MODELS = flags.DEFINE_list("models", ["linear", "multi_conv"], "Networks to tim
 _STEPS = flags.DEFINE_integer("steps", 0, "Timed steps per model (0: 938 = one epoch for linear, 120 for multi_conv).")
 _TORCH = flags.DEFINE_bool("torch", True, "Also time the PyTorch port when torch is installed.")
 _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
+_BLOCK = flags.DEFINE_integer("block", 10, "Steps per block: the sides alternate block by block.")
+_RETAIN = flags.DEFINE_bool("retain_heap", True, "Keep freed heap memory in the process (both sides; see cpu_memory.py).")
 
 STEPS_PER_EPOCH = 938
 SPECS = {"linear": "model=linear,variant=pcdeq1,act=tanh",
@@ -58,7 +68,9 @@ def _batches(images, labels, steps, seed=0):
         yield images[idx], labels[idx]
 
 
-def bench_jaxml(model: str, steps: int, images, labels) -> dict:
+def setup_jaxml(model: str, images, labels):
+    """jaxml's jitted train step, compiled and warmed up: `((step, sync), info)`; step(x, y) dispatches
+    one step and returns its (fwd, bwd) iteration counts as device scalars, sync() waits for the last."""
     import jax
 
     from jaxml.core import mesh as mesh_lib, train
@@ -72,30 +84,29 @@ def bench_jaxml(model: str, steps: int, images, labels) -> dict:
     tx, schedule = make_optimizer(config.optimizer, config.schedule, 40 * STEPS_PER_EPOCH)
     sample = {"image": images[:2], "label": labels[:2]}
     state, shardings, _ = train.create_train_state(task, config, mesh, tx, sample)
-    step = train.make_train_step(task, tx, schedule, shardings, mesh)
+    train_step = train.make_train_step(task, tx, schedule, shardings, mesh)
+    holder = [state]
+
+    def step(x, y):
+        holder[0], m = train_step(holder[0], {"image": x, "label": y})
+        return m["forward_iterations"], m["backward_iterations"]
+
+    def sync():
+        jax.block_until_ready(holder[0])
+
     warm = list(_batches(images, labels, 3, seed=1))
     t0 = time.perf_counter()
-    for x, y in warm[:1]:
-        state, m = step(state, {"image": x, "label": y})
-    jax.block_until_ready(m)
+    step(*warm[0])
+    sync()
     compile_s = time.perf_counter() - t0
     for x, y in warm[1:]:
-        state, m = step(state, {"image": x, "label": y})
-    jax.block_until_ready(m)
-    fwd, bwd = [], []
-    t0 = time.perf_counter()
-    for x, y in _batches(images, labels, steps):
-        state, m = step(state, {"image": x, "label": y})
-        fwd.append(m["forward_iterations"])
-        bwd.append(m["backward_iterations"])
-    jax.block_until_ready(state.params)
-    seconds = time.perf_counter() - t0
-    return {"s_per_step": seconds / steps, "compile_s": compile_s,
-            "forward_iterations": float(np.mean(jax.device_get(fwd))),
-            "backward_iterations": float(np.mean(jax.device_get(bwd)))}
+        step(x, y)
+    sync()
+    return (step, sync), {"compile_s": compile_s}
 
 
-def bench_torch(model: str, steps: int, images, labels) -> dict:
+def setup_torch(model: str, images, labels):
+    """The PyTorch port's training step, warmed up: `(step(x, y) -> (fwd, bwd) iterations, info)`."""
     import torch
     from torch import nn
     import torch.nn.functional as F
@@ -191,20 +202,49 @@ def bench_torch(model: str, steps: int, images, labels) -> dict:
 
     for x, y in _batches(images, labels, 2, seed=1):
         train_step(*to_t(x, y))
-    its = []
-    t0 = time.perf_counter()
-    for x, y in _batches(images, labels, steps):
-        its.append(train_step(*to_t(x, y)))
-    seconds = time.perf_counter() - t0
-    its = np.asarray(its)
-    return {"s_per_step": seconds / steps, "forward_iterations": float(its[:, 0].mean()),
-            "backward_iterations": float(its[:, 1].mean()), "torch": torch.__version__}
+    return ((lambda x, y: tuple(train_step(*to_t(x, y)))), lambda: None), {"torch": torch.__version__}
+
+
+def bench_interleaved(sides: dict, steps: int, images, labels, block: int) -> dict:
+    """Times the sides alternately, `block` steps at a time on the same batches (which side goes first
+    flips every block), so that both see the same machine load; per side: seconds per step (total /
+    steps), the median over blocks of the seconds per step, minor page faults per step and the mean
+    iteration counts."""
+    import jax
+
+    names = list(sides)
+    times = {n: [] for n in names}
+    faults = {n: 0 for n in names}
+    its = {n: [] for n in names}
+    batches = list(_batches(images, labels, steps))
+    for b, start in enumerate(range(0, steps, block)):
+        chunk = batches[start:start + block]
+        for n in (names if b % 2 == 0 else names[::-1]):
+            step, sync = sides[n]
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            t0 = time.perf_counter()
+            out = [step(x, y) for x, y in chunk]
+            sync()
+            times[n].append((time.perf_counter() - t0) / len(chunk))
+            faults[n] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+            its[n].extend(jax.device_get(out))
+    result = {}
+    for n in names:
+        a = np.asarray(its[n], np.float64)
+        sizes = [len(batches[s:s + block]) for s in range(0, steps, block)]
+        result[n] = {"s_per_step": float(np.dot(times[n], sizes)) / steps, "median_s_per_step": float(np.median(times[n])),
+                     "page_faults_per_step": faults[n] / steps, "forward_iterations": float(a[:, 0].mean()),
+                     "backward_iterations": float(a[:, 1].mean())}
+    return result
 
 
 def main(argv):
     del argv
     from jaxml.data import fashion_mnist
+    from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
 
+    retained = _RETAIN.value and retain_freed_memory()
+    print(f"freed heap memory retained (both sides): {retained}", flush=True)
     train = fashion_mnist.load("train")
     arrays = train[np.arange(len(train))]
     images, labels = np.asarray(arrays["image"]), np.asarray(arrays["label"])
@@ -213,22 +253,30 @@ def main(argv):
         if model not in SPECS:
             raise app.UsageError(f"--models: {model!r} is not one of {sorted(SPECS)}")
         steps = _STEPS.value or (STEPS_PER_EPOCH if model == "linear" else 120)
-        row = {"steps": steps, "jaxml": bench_jaxml(model, steps, images, labels)}
-        if not _TORCH.value:
-            row["torch"] = {"skipped": "--notorch"}
-        else:
+        sides, info = {}, {}
+        sides["jaxml"], info["jaxml"] = setup_jaxml(model, images, labels)
+        skipped = "--notorch"
+        if _TORCH.value:
             try:
-                row["torch"] = bench_torch(model, steps, images, labels)
+                sides["torch"], info["torch"] = setup_torch(model, images, labels)
             except ImportError as e:
-                row["torch"] = {"skipped": f"torch not installed ({e}); pip install -e '.[torch-ref]'"}
+                skipped = f"torch not installed ({e}); pip install -e '.[torch-ref]'"
+        timed = bench_interleaved(sides, steps, images, labels, _BLOCK.value)
+        row = {"steps": steps, **{n: {**timed[n], **info[n]} for n in timed}}
+        row.setdefault("torch", {"skipped": skipped})
+        row["retain_heap"] = retained
         results[model] = row
         j, t = row["jaxml"], row["torch"]
         line = (f"{model}: jaxml {j['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch "
-                f"(fwd {j['forward_iterations']:.1f} / bwd {j['backward_iterations']:.1f} it, compile {j['compile_s']:.1f} s)")
+                f"(fwd {j['forward_iterations']:.1f} / bwd {j['backward_iterations']:.1f} it, compile {j['compile_s']:.1f} s, "
+                f"{j['page_faults_per_step']:.0f} page faults/step)")
         if "s_per_step" in t:
             row["speedup"] = t["s_per_step"] / j["s_per_step"]
+            row["speedup_median"] = t["median_s_per_step"] / j["median_s_per_step"]
             line += (f"; torch {t['s_per_step'] * STEPS_PER_EPOCH:.1f} s/epoch (fwd {t['forward_iterations']:.1f} / "
-                     f"bwd {t['backward_iterations']:.1f} it); jaxml is {row['speedup']:.2f}x faster")
+                     f"bwd {t['backward_iterations']:.1f} it, {t['page_faults_per_step']:.0f} page faults/step); jaxml is {row['speedup']:.2f}x faster "
+                     f"(median block: {j['median_s_per_step'] * 1e3:.2f} vs {t['median_s_per_step'] * 1e3:.2f} ms/step, "
+                     f"{t['median_s_per_step'] / j['median_s_per_step']:.2f}x)")
         else:
             line += f"; torch not timed: {t['skipped']}"
         print(line, flush=True)

@@ -80,13 +80,12 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from kernels.attention_lrp.reference import EXACT_GRAD_SCALES, MASK_VALUE
-from kernels.common import TARGETS, check_divisible, check_tpu_block, compiler_params, target_platform
+from kernels.common import (TPU_LANES, TPU_SUBLANES, check_divisible, check_target, check_tpu_block,
+                            compiler_params, target_platform)
 
 # Triton's dot needs every tile dimension >= 16, and every loaded tile to be a power of 2.
 MIN_BLOCK_SIZE = 16
 # Mosaic TPU: a vreg is 8 sublanes x 128 lanes of 32-bit values.
-NUM_LANES = 128
-NUM_SUBLANES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,10 +110,9 @@ class Layout:
 
     @classmethod
     def of(cls, target: str) -> Layout:
-        if target not in TARGETS:
-            raise ValueError(f"target={target!r}; accepted: {TARGETS}")
+        check_target(target)
         if target == "tpu":
-            return cls(target, NUM_LANES, NUM_SUBLANES, jnp.dtype(jnp.int32), NUM_SUBLANES, NUM_LANES)
+            return cls(target, TPU_LANES, TPU_SUBLANES, jnp.dtype(jnp.int32), TPU_SUBLANES, TPU_LANES)
         return cls(target, 1, 1, jnp.dtype(jnp.int8), MIN_BLOCK_SIZE, MIN_BLOCK_SIZE)
 
 
@@ -164,10 +162,10 @@ class BlockSizes:
             value = getattr(self, field.name)
             if value is None and field.name not in ("block_q", "block_k"):
                 continue
-            if (not isinstance(value, int) or isinstance(value, bool) or value < NUM_SUBLANES
+            if (not isinstance(value, int) or isinstance(value, bool) or value < TPU_SUBLANES
                     or not _is_power_of_2(value)):
                 raise ValueError(f"BlockSizes.{field.name}={value!r}: every block must be a power of 2 "
-                                 f">= {NUM_SUBLANES}")
+                                 f">= {TPU_SUBLANES}")
 
     @property
     def has_backward_blocks(self) -> bool:

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 
 from jaxml.compress.linear import quantized_linear
 from jaxml.compress.quantizers import QuantFormat
-from kernels.common import platform_of, resolve_implementation, resolve_interpret, target_platform
+from kernels.common import TPU_SUBLANES, platform_of, resolve_implementation, resolve_interpret, target_platform
 from kernels.lqer_matmul import pallas
 from kernels.lqer_matmul.pallas import BlockSizes, padded_dims
 from kernels.lqer_matmul.reference import PackedMXINT, lqer_matmul_reference
@@ -98,9 +98,9 @@ def _check_pallas(w: PackedMXINT, x_format: QuantFormat, bs: BlockSizes, target:
     if not pallas._is_power_of_2(w.block) or w.block > bs.block_k:
         raise ValueError(f"lqer_matmul: the weight's block={w.block} must be a power of 2 <= "
                          f"block_k={bs.block_k} for implementation='pallas'")
-    if target == "tpu" and w.block % pallas.TPU_SUBLANES:
+    if target == "tpu" and w.block % TPU_SUBLANES:
         raise ValueError(f"lqer_matmul: the weight's block={w.block} must be a multiple of "
-                         f"{pallas.TPU_SUBLANES} for implementation='pallas' on TPU")
+                         f"{TPU_SUBLANES} for implementation='pallas' on TPU")
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(6,))

@@ -67,12 +67,11 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from jaxml.compress.quantizers import EXPONENT_MAX, EXPONENT_MIN
-from kernels.common import TARGETS, check_divisible, check_tpu_block, compiler_params, target_platform
+from kernels.common import (TPU_LANES, TPU_SUBLANES, check_divisible, check_target, check_tpu_block,
+                            compiler_params, target_platform)
 
 # Triton's dot needs every tile dimension >= 16, and every loaded tile to be a power of 2.
 MIN_BLOCK_SIZE = 16
-# Mosaic TPU's vreg tile: (sublanes, lanes) of 32-bit values.
-TPU_SUBLANES, TPU_LANES = 8, 128
 _TPU_CANDIDATES = (512, 256, 128)  # block_n / block_k on TPU, largest dividing the padded dim first
 
 
@@ -94,11 +93,6 @@ def _largest_dividing_block(size: int, cap: int) -> int:
     while block > MIN_BLOCK_SIZE and size % block:
         block //= 2
     return block
-
-
-def _check_target(target: str) -> None:
-    if target not in TARGETS:
-        raise ValueError(f"target={target!r}; accepted: {TARGETS}")
 
 
 def tpu_k_granule(weight_block: int) -> int:
@@ -130,7 +124,7 @@ class BlockSizes:
 
     def check(self, target: str) -> None:
         """Raises ValueError naming the block that `target` cannot tile with."""
-        _check_target(target)
+        check_target(target)
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if target == "tpu":
@@ -147,7 +141,7 @@ class BlockSizes:
     def fit(self, m: int, target: str = "interpret") -> BlockSizes:
         """block_m shrunk for few rows, so they are not padded to a large tile: to the smallest
         power of 2 >= m (>= 16) on 'gpu'/'interpret', to m rounded up to 8 on 'tpu'."""
-        _check_target(target)
+        check_target(target)
         rows = round_up(m, TPU_SUBLANES) if target == "tpu" else max(MIN_BLOCK_SIZE, next_power_of_2(m))
         return dataclasses.replace(self, block_m=min(self.block_m, rows))
 
@@ -162,7 +156,7 @@ class BlockSizes:
 
         TODO: tune on the target GPU/TPU; these follow common GEMM tiles, not measurements.
         """
-        _check_target(target)
+        check_target(target)
         if target == "tpu":
             n_pad, granule = round_up(n, TPU_LANES), tpu_k_granule(weight_block)
             k_pad = round_up(k, granule)
@@ -403,7 +397,7 @@ def lqer_matmul_pallas(xq, mantissa, exponent, a=None, b=None, bias=None, *, wei
     """
     what = "lqer_matmul_pallas"
     target = target_platform(None, interpret) if target is None else target
-    _check_target(target)
+    check_target(target)
     bs = block_sizes
     bs.check(target)
     if xq.ndim != 2 or mantissa.ndim != 2 or exponent.ndim != 2:

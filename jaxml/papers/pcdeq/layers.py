@@ -229,6 +229,61 @@ def conv3x3(z: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
     return _conv3x3(z, w, impl)
 
 
+def _conv_taps(x, w):
+    """The 3x3 'SAME' convolution of a one-channel input as 9 shifted multiply-adds (one fusion)."""
+    h, wd = x.shape[1:3]
+    xp = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    out = None
+    for i in range(3):
+        for j in range(3):
+            t = xp[:, i:i + h, j:j + wd, :] * w[i, j, 0]
+            out = t if out is None else out + t
+    # Materialised once: without the barrier XLA:CPU recomputed the 9 taps in every fusion reading them.
+    return jax.lax.optimization_barrier(out)
+
+
+def _input_conv_any(x, w, impl):
+    if impl == "auto":
+        return jax.lax.platform_dependent(x, w, cpu=_conv_taps, default=_conv_xla)
+    return _conv_taps(x, w) if impl == "taps" else _conv_xla(x, w)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _input_conv(x, w, impl):
+    return _input_conv_any(x, w, impl)
+
+
+def _input_conv_fwd(x, w, impl):
+    return _input_conv_any(x, w, impl), (x, w)
+
+
+def _input_conv_bwd(impl, res, g):
+    x, w = res   # XLA's own gradients (the input's is unused for images and removed by XLA)
+    return _conv_xla(g, _flip_transpose(w)), _conv_weight_grad_xla(x, g, w)
+
+
+_input_conv.defvjp(_input_conv_fwd, _input_conv_bwd)
+INPUT_CONV_IMPLS = ("auto", "taps", "xla")
+
+
+def input_conv3x3(x: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
+    """3x3 'SAME' convolution of a ONE-channel input x [n, h, w, 1] with w [3, 3, 1, o] (the networks'
+    first convolution, on the images).
+
+    impl 'taps': the sum of the 9 shifted copies of x times the kernel's rows, one elementwise
+    fusion; 'xla': `lax.conv_general_dilated`; 'auto' (default): 'taps' on CPU, 'xla' elsewhere
+    (`lax.platform_dependent`). The gradients are XLA's in every case (the weight gradient, about
+    1 ms, is as fast as a patches GEMM here). Why: XLA:CPU runs this 1-to-12-channel convolution at
+    64x28x28 in 2.3 ms on one thread, the taps in 0.22 ms (median of 30 interleaved runs, loaded
+    2-core machine). Differences to 'xla' are float32 summation order (see the tests).
+    """
+    if impl not in INPUT_CONV_IMPLS:
+        raise ValueError(f"input conv impl={impl!r}; accepted: {INPUT_CONV_IMPLS}")
+    if x.shape[-1] != 1 or w.shape[:3] != (3, 3, 1):
+        raise ValueError(f"input_conv3x3 takes x [n, h, w, 1] and w [3, 3, 1, o]; got {x.shape}, {w.shape}")
+    return _input_conv(x, w, impl)
+
+
 def _conv_map(w, z, x, act):
     return act(conv3x3(z, w) + x)
 
@@ -293,6 +348,10 @@ class DEQLayer(nn.Module):
         w = weight_norm(v, g)
         act = conv_activation(self.activation) if self.conv else activation_fn(self.activation)
         inj = injection(self.variant, x)
+        if self.conv:
+            # One materialised injection: without the barrier XLA:CPU fused the injection's
+            # computation (BatchNorm, softplus) into each of its consumers and recomputed it there.
+            inj = jax.lax.optimization_barrier(inj)
         step = _conv_map if self.conv else _dense_map
         f = lambda w_, z, x_: step(w_, z, x_, act)
         if self.capture:   # for offline convergence analysis: the map is f(w, z, inj) = step(...)

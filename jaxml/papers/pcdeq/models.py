@@ -17,7 +17,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxml.papers.pcdeq.layers import DEQLayer, torch_default_init
+from jaxml.papers.pcdeq.layers import DEQLayer, input_conv3x3, torch_default_init
 from jaxml.papers.pcdeq.solver import Solver
 
 ARCHITECTURES = ("linear", "single_conv", "multi_conv")
@@ -57,6 +57,8 @@ class _TorchConv(nn.Module):
         kernel = self.param("kernel", torch_default_init, (3, 3, x.shape[-1], self.features))
         bias = self.param("bias", lambda key, s: jax.random.uniform(key, s, jnp.float32, -bound, bound),
                           (self.features,))
+        if x.shape[-1] == 1 and self.stride == 1 and self.padding == 1:   # the first conv, on the images
+            return input_conv3x3(x, kernel) + bias
         pad = ((self.padding, self.padding),) * 2
         y = jax.lax.conv_general_dilated(x, kernel, (self.stride,) * 2, pad,
                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))

@@ -13,8 +13,8 @@ from jaxml.core.mesh import num_params
 from jaxml.papers.pcdeq import metrics as pm
 from jaxml.papers.pcdeq.experiments import (accuracy_claim, convergence_claim, gradient_claim, gradient_errors,
                                             training_runs)
-from jaxml.papers.pcdeq.layers import (DEQLayer, conv3x3, conv_activation, injection, layer_map, pcdeq_init,
-                                       project_nonnegative, softplus_beta5, weight_norm)
+from jaxml.papers.pcdeq.layers import (DEQLayer, conv3x3, conv_activation, injection, input_conv3x3, layer_map,
+                                       pcdeq_init, project_nonnegative, softplus_beta5, weight_norm)
 from jaxml.papers.pcdeq.models import DEFAULT_WIDTHS, DEQNet, maxpool3x3
 from jaxml.papers.pcdeq.solver import Solver, anderson, deq_solve, find_fixed_point, geometric_rate
 from kernels.fixed_point.reference import activation_fn, iterate
@@ -185,6 +185,22 @@ def _xla_conv(z, w):
     return jax.lax.conv_general_dilated(z, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
+def _vjp_against_xla(conv, z, w, g):
+    """{name: ((ours, xla), (max |ours - xla|, max |xla|))} for the convolution and its VJP w.r.t. the
+    input and the kernel (cotangent g), `conv` against `lax.conv_general_dilated` (shapes checked)."""
+    @jax.jit
+    def both(z, w, g):
+        out, vjp = jax.vjp(conv, z, w)
+        ref, vjp_ref = jax.vjp(_xla_conv, z, w)
+        return (out, *vjp(g)), (ref, *vjp_ref(g))
+
+    out = {}
+    for name, a, b in zip(("conv", "d/dinput", "d/dw"), *both(z, w, g)):
+        assert a.shape == b.shape, name
+        out[name] = ((a, b), (float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))))
+    return out
+
+
 def test_conv3x3_and_maxpool_custom_gradients_equal_xla():
     # conv3x3's 'xla' path (the GPU/TPU one): its flipped-kernel adjoint against JAX's own transpose.
     z, w, t = _normal((2, 9, 9, 5), 0), _normal((3, 3, 5, 5), 1), _normal((2, 9, 9, 5), 2)
@@ -225,17 +241,8 @@ def test_conv3x3_patches_and_its_vjp_equal_xla(shape):
     # 4e-6 of the largest entry. The 1x1 image only touches the centre tap: exactly equal.
     n, h, wd, c, o = shape
     z, w, g = _normal((n, h, wd, c), 0), _normal((3, 3, c, o), 1), _normal((n, h, wd, o), 2)
-
-    @jax.jit
-    def both(z, w, g):
-        out, vjp = jax.vjp(lambda z, w: conv3x3(z, w, "patches"), z, w)
-        ref, vjp_ref = jax.vjp(_xla_conv, z, w)
-        return (out, *vjp(g)), (ref, *vjp_ref(g))
-
-    ours, ref = both(z, w, g)
-    for name, a, b in zip(("conv", "d/dz", "d/dw"), ours, ref):
-        assert a.shape == b.shape and a.dtype == jnp.float32, name
-        err, scale = float(jnp.max(jnp.abs(a - b))), float(jnp.max(jnp.abs(b)))
+    for name, ((a, b), (err, scale)) in _vjp_against_xla(lambda z, w: conv3x3(z, w, "patches"), z, w, g).items():
+        assert a.dtype == jnp.float32, name
         assert err <= 4e-6 * scale, (name, err, scale)
         if h == wd == 1:
             assert err == 0.0, name
@@ -259,6 +266,28 @@ def test_conv3x3_implementation_is_chosen_per_platform():
     np.testing.assert_array_equal(conv3x3(z, w), conv3x3(z, w, "patches"))
     with pytest.raises(ValueError, match="conv impl='im2col'"):
         conv3x3(z, w, "im2col")
+
+
+@pytest.mark.parametrize("shape", [(2, 9, 7, 5), (3, 28, 28, 12)], ids=["9x7-o5", "28x28-o12"])
+def test_input_conv3x3_taps_and_vjp_equal_xla(shape):
+    # The first convolution (one input channel) as 9 shifted multiply-adds against lax.conv and its VJP.
+    # Only the forward differs (summation order; the gradients are XLA's in both): measured at most
+    # 4.8e-7 of the largest |entry| (about 3) on these shapes; bound 4e-6 of it. The gradients are equal.
+    n, h, wd, o = shape
+    x, w, g = _normal((n, h, wd, 1), 0), _normal((3, 3, 1, o), 1), _normal((n, h, wd, o), 2)
+    for name, (_, (err, scale)) in _vjp_against_xla(lambda x, w: input_conv3x3(x, w, "taps"), x, w, g).items():
+        assert err <= (4e-6 * scale if name == "conv" else 1e-6 * scale), (name, err, scale)
+    # 'auto': the taps on the CPU, lax.conv lowered for GPU/TPU (the forward; the gradients are lax.conv).
+    fwd = lambda impl: jax.jit(lambda x, w: input_conv3x3(x, w, impl))
+    count = lambda impl, platform: jax.export.export(fwd(impl), platforms=(platform,))(x, w).mlir_module().count(
+        "stablehlo.convolution")
+    assert count("auto", "cpu") == count("taps", "cpu") == 0
+    assert count("auto", "cuda") == count("auto", "tpu") == count("xla", "cpu") == 1
+    np.testing.assert_array_equal(input_conv3x3(x, w), input_conv3x3(x, w, "taps"))
+    with pytest.raises(ValueError, match="input conv impl"):
+        input_conv3x3(x, w, "patches")
+    with pytest.raises(ValueError, match="input_conv3x3 takes x"):
+        input_conv3x3(jnp.zeros((1, 4, 4, 2)), jnp.zeros((3, 3, 2, 3)))
 
 
 def test_explicit_derivatives_of_activations_and_injection_equal_autodiff():
@@ -584,3 +613,46 @@ def test_reproduce_wires_parts_into_claims_table_and_one_convergence_figure(tmp_
     assert table[2] == "| linear pcDEQ-1 tanh | 70,410 | 1 | 0.8400 | 2.0 | — | — | 0.300 | 1.0e-07 |"
     assert table[4] == "| linear explicit tanh | 70,410 | 1 | 0.8450 | 2.0 | — | — | — | — |"
     assert result.notes == "Fashion-MNIST, scale quick. parts."
+
+
+_RETAIN_CHECK = """
+import ctypes, sys
+import numpy as np
+from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
+libc = ctypes.CDLL("libc.so.6")
+if not hasattr(libc, "mallinfo2"):
+    print("skip: glibc without mallinfo2"); sys.exit(0)
+
+class Info(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_size_t) for k in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                 "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc.mallinfo2.restype = Info
+assert retain_freed_memory() is True
+size = 64 << 20
+mapped0 = libc.mallinfo2().hblkhd
+a = np.ones(size // 4, np.float32)
+info = libc.mallinfo2()
+assert info.hblkhd - mapped0 < size and info.arena >= size, (info.hblkhd, info.arena)
+del a
+assert libc.mallinfo2().arena >= size     # freed, kept
+print("ok")
+"""
+
+
+def test_retain_freed_memory_keeps_large_buffers_on_the_heap():
+    # After retain_freed_memory, a 64 MiB buffer is served from the heap (not mmap-ed) and stays there
+    # when freed (not trimmed), so the next one reuses its pages: glibc's mallinfo2 says where the
+    # bytes are (hblkhd: mmap-ed; arena: the heap). By default it is mmap-ed and unmapped on free.
+    # In a child process: the setting is process-wide and must not leak into the test session.
+    import subprocess
+    import sys
+    from jaxml.papers.pcdeq.cpu_memory import retain_freed_memory
+    if not sys.platform.startswith("linux"):
+        assert retain_freed_memory() is False
+        return
+    proc = subprocess.run([sys.executable, "-c", _RETAIN_CHECK], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if proc.stdout.startswith("skip"):
+        pytest.skip(proc.stdout.strip())
+    assert proc.stdout.strip() == "ok"
