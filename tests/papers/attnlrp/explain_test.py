@@ -105,6 +105,7 @@ def test_bad_points_and_targets(tiny):
         explain.relevance(model, params, (ids, jnp.arange(3)[None]), target=[1])
 
 
+@pytest.mark.slow   # the kernel itself is tested in tests/kernels/attention_lrp (default suite)
 def test_relevance_through_the_pallas_kernel_equals_the_xla_path(tiny):
     """AttnLRP with the flash-attention kernel (interpret mode on CPU) in place of XLA attention."""
     from kernels.attention_lrp.api import as_attention_fn
