@@ -4,16 +4,22 @@
     python scripts/dipmark_detect.py --text_file=essay.txt --key=42
     python scripts/dipmark_detect.py --text_file=essay.txt --key=0x2a --gamma=min --fpr=0.001
     python scripts/dipmark_detect.py --text_file=essay.txt --key=bytes:6b6579 --method=kgw
+    python scripts/dipmark_detect.py --text_file=essay.txt --key=42 --mode=official
 
-`--key`: an integer, decimal or 0x-prefixed hex, encoded as 128 bytes little-endian (the form of
-the experiments' keys, see `jaxml.papers.dipmark.experiments.experiment_key`), or `bytes:<hex>`
-for raw key bytes. `--gamma`: the green split (the back 1 - gamma of each permutation is green),
+`--mode`: `ours` (default: our keyed Feistel permutation family) or `official` (the DiPmark
+release's `torch.randperm` family, short context codes and (pos + 1) / V >= gamma green rule,
+`jaxml/papers/dipmark/official.py`): a text is only detected under the mode it was watermarked in.
+`--key`: an integer, decimal or 0x-prefixed hex, encoded as 128 bytes little-endian in mode
+`ours` (the form of the experiments' keys, see `jaxml.papers.dipmark.experiments.experiment_key`)
+and big-endian in mode `official` (the release's `getrandbits(1024).to_bytes(128, "big")`), or
+`bytes:<hex>` for raw key bytes. `--gamma`: the green split (the back 1 - gamma of each permutation is green),
 or `min` for the official code's minimum p-value over gamma in {0.3, 0.4, 0.5, 0.6, 0.7}
 (uncorrected for the five tests: its real false-positive rate is above `--fpr`). The tokenizer is
 SmolLM2-135M-Instruct's (from the cached GGUF asset) unless `--tokenizer_json` names a Hugging Face
 `tokenizer.json`, in which case `--vocab_size` is required.
 
-Prints the tokens, the scored tokens (the first 5 have no context code), the green count, the
+Prints the mode, the tokens, the scored tokens (ours: the first 5 have no context code; official:
+all but the first), the green count, the
 DiPmark score with its Hoeffding p-value (`--method=dipmark`) or the KGW z-score with its normal
 p-value (`--method=kgw`), and the verdict at `--fpr`.
 """
@@ -38,10 +44,13 @@ _CONTEXT = flags.DEFINE_integer("context_width", 5, "Tokens per context code (as
 _TOKENIZER_JSON = flags.DEFINE_string("tokenizer_json", None, "A tokenizer.json instead of SmolLM2's.")
 _VOCAB = flags.DEFINE_integer("vocab_size", None, "Model vocabulary size (required with --tokenizer_json).")
 _JSON = flags.DEFINE_bool("json", False, "Print one JSON object instead of text.")
+_MODE = flags.DEFINE_enum("mode", "ours", ["ours", "official"],
+                          "Permutation family and rules: ours, or the official DiPmark release's.")
 
 
-def parse_key(text: str) -> bytes:
-    """The private key bytes from the command-line form (see the module docstring)."""
+def parse_key(text: str, mode: str = "ours") -> bytes:
+    """The private key bytes from the command-line form (see the module docstring); an integer is
+    encoded little-endian in mode 'ours', big-endian in 'official'."""
     from jaxml.papers.dipmark import keys
 
     if text is None or not text.strip():
@@ -56,7 +65,7 @@ def parse_key(text: str) -> bytes:
         value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
     except ValueError:
         raise ValueError(f"--key={text!r} is not an integer (decimal or 0x hex) nor bytes:<hex>") from None
-    return keys.as_key_bytes(value)
+    return keys.as_key_bytes(value, "big" if mode == "official" else "little")
 
 
 def smollm2_tokenizer():
@@ -68,7 +77,7 @@ def smollm2_tokenizer():
 
 
 def detect_text(text: str, key: bytes, tokenizer, vocab_size: int, *, gamma: str = "0.5", method: str = "dipmark",
-                fpr: float = 0.01, context_width: int = 5) -> dict:
+                fpr: float = 0.01, context_width: int = 5, mode: str = "ours") -> dict:
     """The detection report of one text (a dict, see the module docstring)."""
     import numpy as np
 
@@ -83,7 +92,7 @@ def detect_text(text: str, key: bytes, tokenizer, vocab_size: int, *, gamma: str
             gammas = (float(gamma),)
         except ValueError:
             raise ValueError(f"--gamma={gamma!r}: a number in (0, 1) or 'min'") from None
-    detector = detect.Detector(key, vocab_size, context_width=context_width, gammas=gammas)
+    detector = detect.Detector(key, vocab_size, context_width=context_width, gammas=gammas, mode=mode)
     if not text.strip():
         raise ValueError("the text is empty: nothing to detect")
     ids = tokenizer.encode(text, add_bos=False)
@@ -95,7 +104,7 @@ def detect_text(text: str, key: bytes, tokenizer, vocab_size: int, *, gamma: str
         stat = scores.kgw_z[0]
         p = np.array([0.5 * math.erfc(z / math.sqrt(2)) for z in stat])
     best = int(p.argmin())
-    report = {"tokens": len(ids), "scored": int(scores.n[0]), "gamma": float(scores.gammas[best]),
+    report = {"mode": mode, "tokens": len(ids), "scored": int(scores.n[0]), "gamma": float(scores.gammas[best]),
               "green": int(scores.green[0, best]), "method": method,
               "statistic": "dipmark_score" if method == "dipmark" else "kgw_z", "value": float(stat[best]),
               "p_value": float(p[best]), "fpr": fpr}
@@ -113,7 +122,7 @@ def main(argv):
     if not path.is_file():
         raise app.UsageError(f"--text_file={path} does not exist")
     try:
-        key = parse_key(_KEY.value)
+        key = parse_key(_KEY.value, _MODE.value)
         if _TOKENIZER_JSON.value:
             import tokenizers
 
@@ -125,7 +134,7 @@ def main(argv):
         else:
             tokenizer, vocab = smollm2_tokenizer()
         report = detect_text(path.read_text(encoding="utf-8"), key, tokenizer, vocab, gamma=_GAMMA.value,
-                             method=_METHOD.value, fpr=_FPR.value, context_width=_CONTEXT.value)
+                             method=_METHOD.value, fpr=_FPR.value, context_width=_CONTEXT.value, mode=_MODE.value)
     except (ValueError, TypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -133,7 +142,7 @@ def main(argv):
         print(json.dumps(report))
     else:
         label = "DiPmark score" if report["method"] == "dipmark" else "KGW z"
-        print(f"tokens {report['tokens']}, scored {report['scored']}, green {report['green']} "
+        print(f"mode {report['mode']}: tokens {report['tokens']}, scored {report['scored']}, green {report['green']} "
               f"(gamma {report['gamma']:g}); {label} {report['value']:.3f}, p-value {report['p_value']:.3g}"
               + (f" ({report['note']})" if "note" in report else ""))
         print(f"verdict at FPR {report['fpr']:g}: {report['verdict']}")

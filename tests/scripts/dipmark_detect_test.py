@@ -47,6 +47,8 @@ def test_parse_key_forms(cli):
     assert cli.parse_key("42") == keys.as_key_bytes(42)
     assert cli.parse_key("0x2a") == keys.as_key_bytes(42)
     assert cli.parse_key("bytes:6b6579") == b"key"
+    assert cli.parse_key("42", mode="official") == (42).to_bytes(128, "big")   # the release's key encoding
+    assert cli.parse_key("bytes:6b6579", mode="official") == b"key"
     for bad in ("", "forty-two", "bytes:zz", "-3"):
         with pytest.raises(ValueError):
             cli.parse_key(bad)

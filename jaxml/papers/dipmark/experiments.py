@@ -11,6 +11,10 @@ the unwatermarked model (bootstrap CIs, paired differences against no watermark)
 against length (the empirical threshold on the unwatermarked generations' scores, and Hoeffding's),
 TPR under random token substitution, and the throughput of the warm batches. Each experiment
 returns the paper's claims with verdicts computed from those numbers.
+
+`config.mode` ('ours' by default, or 'official': the release's permutation family, seeds, green
+rule, history rule and top-k 50 before the reweight, see `official.py`) selects the watermark and
+detector family; every detection metric carries it in its name (`tpr_emp/<mode>/L200/...`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from jaxml import progress
 from jaxml.core import registry
 from jaxml.core.benchmark import median_ms
 from jaxml.core.experiment import Claim, Result, gather_parts, make_workdir, pyplot, save_figure, verdict
-from jaxml.papers.dipmark import data, detect, keys, reweight
+from jaxml.papers.dipmark import data, detect, keys, official, reweight
 from jaxml.papers.dipmark import metrics as metrics_lib
 
 NONE = "none"
@@ -42,10 +46,26 @@ def _unmarked(label: str) -> bool:
     return label == NONE or label.startswith(CONTROL)
 
 
-def experiment_key(seed: int = 42) -> bytes:
-    """The private key of the experiments: 1024 random bits from `random.Random(seed)`, 128 bytes
-    (as the official code's `random.getrandbits(1024)` after seeding with 42)."""
-    return random.Random(seed).getrandbits(1024).to_bytes(128, "little")
+def experiment_key(seed: int = 42, mode: str = "ours") -> bytes:
+    """The private key of the experiments: 1024 random bits from `random.Random(seed)`, 128 bytes,
+    little-endian in mode 'ours' (the runs measured so far) and big-endian in 'official' (the
+    release's `random.seed(42); random.getrandbits(1024).to_bytes(128, "big")`, the same key bytes)."""
+    return random.Random(seed).getrandbits(1024).to_bytes(128, "big" if reweight.check_mode(mode) == "official"
+                                                          else "little")
+
+
+def mode_of(config) -> str:
+    """The config's watermark mode ('ours' when unset), checked."""
+    return reweight.check_mode(config.get("mode", "ours"))
+
+
+def top_k_of(config) -> int:
+    """The config's top-k: `config.top_k`, or for -1 the mode's default (ours: 0 = none; official:
+    50, transformers' default in every run of the release)."""
+    top_k = config.get("top_k", 0)
+    if top_k == -1:
+        return official.TOP_K if mode_of(config) == "official" else 0
+    return top_k
 
 
 def load_model(config):
@@ -93,9 +113,11 @@ def load_prompts(config, tokenizer) -> data.Prompts:
 
 
 def watermarks(config, key: bytes, vocab_size: int) -> dict[str, reweight.Watermark | None]:
-    """label -> processor (None for no watermark): DiPmark over `alphas`, KGW over `deltas`."""
-    dip = {f"dipmark_a{a:g}": reweight.dipmark(key, vocab_size, alpha=a) for a in config.alphas}
-    soft = {f"kgw_d{d:g}": reweight.kgw(key, vocab_size, delta=d, gamma=0.5) for d in config.deltas}
+    """label -> processor (None for no watermark): DiPmark over `alphas`, KGW over `deltas`, in the
+    config's mode."""
+    mode = mode_of(config)
+    dip = {f"dipmark_a{a:g}": reweight.dipmark(key, vocab_size, alpha=a, mode=mode) for a in config.alphas}
+    soft = {f"kgw_d{d:g}": reweight.kgw(key, vocab_size, delta=d, gamma=0.5, mode=mode) for d in config.deltas}
     # interleaved from the largest alpha and delta down, so a partial run has both methods
     dip_labels, soft_labels = sorted(dip, reverse=True), sorted(soft, reverse=True)
     out = {NONE: None}
@@ -108,12 +130,12 @@ def watermarks(config, key: bytes, vocab_size: int) -> dict[str, reweight.Waterm
 
 
 def sampling_options(config):
-    """Temperature `config.temperature`; top-k `config.top_k` (0: none) cut *before* the watermark
-    (`filter_order='before_processor'`), so that DiPmark stays unbiased for the top-k distribution."""
+    """Temperature `config.temperature`; top-k `top_k_of(config)` (0: none) cut *before* the
+    watermark (`filter_order='before_processor'`, also the release's order), so that DiPmark stays
+    unbiased for the top-k distribution."""
     from jaxml.llm.base import SamplingOptions
 
-    return SamplingOptions(temperature=config.temperature, top_k=config.get("top_k", 0),
-                           filter_order="before_processor")
+    return SamplingOptions(temperature=config.temperature, top_k=top_k_of(config), filter_order="before_processor")
 
 
 def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: dict, workdir: pathlib.Path
@@ -167,8 +189,9 @@ def generate_all(config, model, params, tokenizer, prompts: data.Prompts, wms: d
 
 
 def _fingerprint(config, prompts: data.Prompts) -> str:
-    return json.dumps([config.model, config.max_new_tokens, config.temperature, config.get("top_k", 0), config.seed,
-                       config.batch_size,
+    mode = [] if mode_of(config) == "ours" else [mode_of(config)]   # ours: the caches of the runs before modes
+    return json.dumps([config.model, config.max_new_tokens, config.temperature, top_k_of(config), config.seed,
+                       config.batch_size, *mode,
                        [list(map(int, t)) for t in prompts.tokens]])
 
 
@@ -196,6 +219,7 @@ def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[n
     (E_key P' = P) makes its mean over positions (fresh seeds) zero, with far less noise than the
     perplexity of sampled text; KGW's is positive. With `options` (SamplingOptions) that cut top-k
     or top-p, P is the filtered distribution, as the processor sees it with filters before it.
+    The seeds are the watermarks' own (their mode's); `key` is kept for the callers.
     Returns label -> float [n texts] (NaN if empty).
     """
     from jaxml.llm.generate import filter_logits
@@ -220,6 +244,7 @@ def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[n
         return metrics_lib.nll_shift(logits, wm.apply(logits, seeds), mask)
 
     fns = {label: jax.jit(functools.partial(shift, wm=wm)) for label, wm in wms.items() if wm is not None}
+    seeder = next(wm for wm in wms.values() if wm is not None)   # one key and mode for all
     for start in range(0, len(rows), rows_per_pass):
         chunk = rows[start:start + rows_per_pass]
         tokens = np.zeros((rows_per_pass, length), np.int32)
@@ -234,7 +259,7 @@ def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[n
             at = np.clip(np.arange(plen - 1, plen - 1 + max_new), 0, length - 1)    # predicting generated token t
             padded = np.concatenate([np.full(width, -1), tokens[r]])                  # -1: no token before the start
             codes = np.stack([padded[at + 1 + j] for j in range(width)], axis=1)      # tokens at[t]-4 .. at[t]
-            seeds = keys.context_seeds(jnp.asarray(codes, jnp.int32), key)
+            seeds = seeder.seeds(jnp.asarray(codes, jnp.int32))
             mask = jnp.arange(max_new) < n
             for label, fn in fns.items():
                 out[label][i] = float(fn(logits[r, at], seeds, mask))
@@ -242,9 +267,9 @@ def expected_nll_shift(model, params, prompts: data.Prompts, generations: list[n
 
 
 def _score_at(detector: detect.Detector, positions: np.ndarray, rows: np.ndarray, length: int) -> detect.Scores:
-    """Scores of the first `length` tokens (length - width scored) of the selected rows."""
-    green, n = detector.green_counts(positions[rows], upto=length - detector.context_width)
-    return detect.statistics(green, n, detector.gammas)
+    """Scores of the first `length` tokens (length - first_scored scored) of the selected rows."""
+    green, n = detector.green_counts(positions[rows], upto=length - detector.first_scored)
+    return detector.statistics(green, n)
 
 
 def quality_metrics(ppl: dict[str, np.ndarray], shifts: dict[str, np.ndarray],
@@ -280,61 +305,66 @@ def detection_metrics(detector: detect.Detector, positions: dict[str, np.ndarray
                       human: np.ndarray | None, text_lengths, fpr: float = 0.01) -> dict[str, float]:
     """Per length L: the empirical threshold at `fpr` on the unwatermarked generations (gamma 0.5),
     the FPR of it and of the Hoeffding threshold on human text and a second unwatermarked sample,
-    and per watermark the TPR at both thresholds, the KGW z-test's and the official min-p's."""
+    and per watermark the TPR at both thresholds, the KGW z-test's and the official min-p's.
+    Every name carries the detector's mode: `<stem>/<mode>/L<length>[/<label>]`."""
     col = list(detector.gammas).index(0.5)
+    rate = metrics_lib.detection_rate
     out = {}
     for length in text_lengths:
+        tag = f"{detector.mode}/L{length}"
         null = _score_at(detector, positions[NONE], np.flatnonzero(lengths[NONE] >= length), length)
         threshold = metrics_lib.empirical_threshold(null.score[:, col], fpr)
-        out[f"threshold_emp/L{length}"] = threshold
-        out[f"n_null/L{length}"] = float(len(null.n))
-        out[f"fpr_hoeffding_gen/L{length}"] = metrics_lib.detection_rate(
+        out[f"threshold_emp/{tag}"] = threshold
+        out[f"n_null/{tag}"] = float(len(null.n))
+        out[f"fpr_hoeffding_gen/{tag}"] = rate(
             null.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
-        out[f"fpr_minp_gen/L{length}"] = metrics_lib.detection_rate(-null.min_p_value_uncorrected, -fpr, strict=False)
+        out[f"fpr_minp_gen/{tag}"] = rate(-null.min_p_value_uncorrected, -fpr, strict=False)
         for label in positions:   # an independent unwatermarked sample at the same threshold
             if label.startswith(CONTROL):
                 control = _score_at(detector, positions[label], np.flatnonzero(lengths[label] >= length), length)
-                out[f"fpr_emp_control/L{length}/{label}"] = metrics_lib.detection_rate(control.score[:, col], threshold)
+                out[f"fpr_emp_control/{tag}/{label}"] = rate(control.score[:, col], threshold)
         if human is not None:
             h = _score_at(detector, human, np.arange(len(human)), length)
-            out[f"fpr_emp_human/L{length}"] = metrics_lib.detection_rate(h.score[:, col], threshold)
-            out[f"fpr_hoeffding_human/L{length}"] = metrics_lib.detection_rate(
+            out[f"fpr_emp_human/{tag}"] = rate(h.score[:, col], threshold)
+            out[f"fpr_hoeffding_human/{tag}"] = rate(
                 h.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
-            out[f"fpr_kgw_z_human/L{length}"] = metrics_lib.detection_rate(h.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
-            out[f"fpr_minp_human/L{length}"] = metrics_lib.detection_rate(-h.min_p_value_uncorrected, -fpr, strict=False)
+            out[f"fpr_kgw_z_human/{tag}"] = rate(h.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
+            out[f"fpr_minp_human/{tag}"] = rate(-h.min_p_value_uncorrected, -fpr, strict=False)
         for label in positions:
             rows = np.flatnonzero(lengths[label] >= length)
             if _unmarked(label) or not len(rows):
                 continue
             s = _score_at(detector, positions[label], rows, length)
-            out[f"n/L{length}/{label}"] = float(len(rows))
-            out[f"tpr_emp/L{length}/{label}"] = metrics_lib.detection_rate(s.score[:, col], threshold)
-            out[f"tpr_hoeffding/L{length}/{label}"] = metrics_lib.detection_rate(
+            out[f"n/{tag}/{label}"] = float(len(rows))
+            out[f"tpr_emp/{tag}/{label}"] = rate(s.score[:, col], threshold)
+            out[f"tpr_hoeffding/{tag}/{label}"] = rate(
                 s.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
-            out[f"tpr_kgw_z/L{length}/{label}"] = metrics_lib.detection_rate(s.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
-            out[f"tpr_minp/L{length}/{label}"] = metrics_lib.detection_rate(-s.min_p_value_uncorrected, -fpr, strict=False)
-            out[f"mean_score/L{length}/{label}"] = float(s.score[:, col].mean())
+            out[f"tpr_kgw_z/{tag}/{label}"] = rate(s.kgw_z[:, col], Z_NORMAL_1PCT, strict=False)
+            out[f"tpr_minp/{tag}/{label}"] = rate(-s.min_p_value_uncorrected, -fpr, strict=False)
+            out[f"mean_score/{tag}/{label}"] = float(s.score[:, col].mean())
     return out
 
 
 def attack_metrics(detector: detect.Detector, gens: dict[str, list[np.ndarray]], length: int, threshold: float,
                    epsilons, vocab: int, seed: int) -> dict[str, float]:
     """TPR after random substitution at each epsilon of the first `length` tokens of the texts
-    that reached it, at the unattacked empirical threshold and at Hoeffding's (gamma 0.5)."""
+    that reached it, at the unattacked empirical threshold and at Hoeffding's (gamma 0.5); names
+    `<stem>/<mode>/...` as `detection_metrics`."""
     col = list(detector.gammas).index(0.5)
+    mode = detector.mode
     out = {}
     for label, g in gens.items():
         texts = [x[:length] for x in g if len(x) >= length]
         if _unmarked(label) or not texts:
             continue
-        out[f"n_attack/{label}"] = float(len(texts))
+        out[f"n_attack/{mode}/{label}"] = float(len(texts))
         for eps in epsilons:
             s = detector.score(detect.substitute(texts, eps, vocab, seed=seed))
-            out[f"tpr_attack_emp/eps{eps:g}/{label}"] = metrics_lib.detection_rate(s.score[:, col], threshold)
-            out[f"tpr_attack_hoeffding/eps{eps:g}/{label}"] = metrics_lib.detection_rate(
+            out[f"tpr_attack_emp/{mode}/eps{eps:g}/{label}"] = metrics_lib.detection_rate(s.score[:, col], threshold)
+            out[f"tpr_attack_hoeffding/{mode}/eps{eps:g}/{label}"] = metrics_lib.detection_rate(
                 s.score[:, col], detect.HOEFFDING_THRESHOLD_1PCT, strict=False)
     for eps in epsilons:
-        out[f"untouched_fraction/eps{eps:g}"] = metrics_lib.untouched_fraction(eps, detector.context_width)
+        out[f"untouched_fraction/{mode}/eps{eps:g}"] = metrics_lib.untouched_fraction(eps, detector.context_width)
     return out
 
 
@@ -363,8 +393,9 @@ def _fmt_ci(metrics: dict, stem: str, label: str, digits: int = 3, ci: str = "_c
 def watermark_claims(m: dict[str, float], config, n_texts: int) -> list[Claim]:
     """The paper's claims on quality, detectability and resilience, from the metrics of `watermark`."""
     comparable = config.model != "tiny" and n_texts >= MIN_TEXTS
+    mode = mode_of(config)
     scale = (f"{config.model}, {n_texts} prompts x {config.max_new_tokens} new tokens, T = {config.temperature:g}"
-             if config.model != "tiny" else f"tiny random Llama, {n_texts} random prompts")
+             if config.model != "tiny" else f"tiny random Llama, {n_texts} random prompts") + f"; mode {mode}"
     dips = [f"dipmark_a{a:g}" for a in config.alphas]
     kgws = [f"kgw_d{d:g}" for d in config.deltas]
     head = f"dipmark_a{config.headline_alpha:g}"
@@ -379,13 +410,13 @@ def watermark_claims(m: dict[str, float], config, n_texts: int) -> list[Claim]:
         ours=f"expected NLL shift, nats/token [99% CI]: {ours} ({scale})",
         verdict=verdict(all(contains_zero) and all(kgw_positive) and bool(kgws) if comparable else None)))
     longest = max(config.lengths)
-    if f"tpr_hoeffding/L{longest}/{head}" in m:
-        tpr, emp = m[f"tpr_hoeffding/L{longest}/{head}"], m[f"tpr_emp/L{longest}/{head}"]
-        n, n_null = int(m[f"n/L{longest}/{head}"]), int(m[f"n_null/L{longest}"])
-        human = f"fpr_emp_human/L{longest}" in m
+    if f"tpr_hoeffding/{mode}/L{longest}/{head}" in m:
+        tpr, emp = m[f"tpr_hoeffding/{mode}/L{longest}/{head}"], m[f"tpr_emp/{mode}/L{longest}/{head}"]
+        n, n_null = int(m[f"n/{mode}/L{longest}/{head}"]), int(m[f"n_null/{mode}/L{longest}"])
+        human = f"fpr_emp_human/{mode}/L{longest}" in m
         hoeffding_fpr = (f" (its FPR on {config.n_human} human text windows: "
-                         f"{m[f'fpr_hoeffding_human/L{longest}']:.3f})" if human else "")
-        emp_fpr = f"; its FPR on the human windows: {m[f'fpr_emp_human/L{longest}']:.3f}" if human else ""
+                         f"{m[f'fpr_hoeffding_human/{mode}/L{longest}']:.3f})" if human else "")
+        emp_fpr = f"; its FPR on the human windows: {m[f'fpr_emp_human/{mode}/L{longest}']:.3f}" if human else ""
         claims.append(Claim(
             text=("DiPmark is detectable from the key alone (no model, no prompt): high TPR at 1% FPR "
                   "(we require >= 0.9 at Hoeffding's threshold, whose FPR is <= 1% by theory)"),
@@ -394,17 +425,19 @@ def watermark_claims(m: dict[str, float], config, n_texts: int) -> list[Claim]:
                   f"unwatermarked generations{emp_fpr}); n = {n} ({scale})"),
             verdict=verdict(tpr >= 0.9 if comparable and n >= MIN_TEXTS else None)))
     eps = config.claim_epsilon
-    key = f"tpr_attack_hoeffding/eps{eps:g}/{head}"
+    key = f"tpr_attack_hoeffding/{mode}/eps{eps:g}/{head}"
     if key in m:
-        n = int(m[f"n_attack/{head}"])
-        kgw = "; ".join(f"KGW delta {k[len('kgw_d'):]}: {m[f'tpr_attack_hoeffding/eps{eps:g}/{k}']:.2f}"
-                        for k in kgws if f"tpr_attack_hoeffding/eps{eps:g}/{k}" in m)
+        n = int(m[f"n_attack/{mode}/{head}"])
+        kgw = "; ".join(f"KGW delta {k[len('kgw_d'):]}: {m[f'tpr_attack_hoeffding/{mode}/eps{eps:g}/{k}']:.2f}"
+                        for k in kgws if f"tpr_attack_hoeffding/{mode}/eps{eps:g}/{k}" in m)
         claims.append(Claim(
             text=(f"DiPmark is resilient: it stays detectable after {eps:.0%} of the tokens are replaced at random "
                   f"(we require TPR >= 0.8 at Hoeffding's 1% threshold)"),
             ours=(f"TPR after substitution at eps = {eps:g}, first {config.attack_length} tokens: DiPmark alpha "
-                  f"{config.headline_alpha:g} {m[key]:.2f} (unattacked {m[f'tpr_hoeffding/L{config.attack_length}/{head}']:.2f})"
-                  + (f"; {kgw}" if kgw else "") + f"; n = {n}; {m[f'untouched_fraction/eps{eps:g}']:.0%} of the scored "
+                  f"{config.headline_alpha:g} {m[key]:.2f} "
+                  f"(unattacked {m[f'tpr_hoeffding/{mode}/L{config.attack_length}/{head}']:.2f})"
+                  + (f"; {kgw}" if kgw else "")
+                  + f"; n = {n}; {m[f'untouched_fraction/{mode}/eps{eps:g}']:.0%} of the scored "
                   f"tokens keep token and context ({scale})"),
             verdict=verdict(m[key] >= 0.8 if comparable and n >= MIN_TEXTS else None)))
     ratio_key = f"generation_throughput_ratio/{head}"
@@ -431,7 +464,8 @@ def cost_claim(ratio: float, others: str, setting: str, comparable: bool) -> Cla
 def watermark(config, workdir) -> Result:
     """Perplexity, TPR at 1% FPR against length, and TPR under substitution, per watermark."""
     workdir = make_workdir(workdir)
-    key = experiment_key(config.key_seed)
+    mode = mode_of(config)
+    key = experiment_key(config.key_seed, mode)
     model, params, tok = load_model(config)
     vocab = model.config.vocab_size
     prompts = load_prompts(config, tok)
@@ -457,9 +491,9 @@ def watermark(config, workdir) -> Result:
     metrics = quality_metrics(ppl, shifts, lengths)
 
     # Detection at gamma = 0.5 (the DiPmark score Phi; KGW's z is a monotone transform of it at fixed gamma).
-    detector = detect.Detector(key, vocab, gammas=tuple(config.gammas))
-    width = detector.context_width
-    positions = {label: detector.positions([x if len(x) > width else np.zeros(width + 1, np.int64) for x in g])[0]
+    detector = detect.Detector(key, vocab, gammas=tuple(config.gammas), mode=mode)
+    first = detector.first_scored
+    positions = {label: detector.positions([x if len(x) > first else np.zeros(first + 1, np.int64) for x in g])[0]
                  for label, g in gens.items()}   # too short: never scored below
     human = None
     if tok is not None and config.n_human:
@@ -467,7 +501,7 @@ def watermark(config, workdir) -> Result:
         human = detector.positions(windows)[0]
     metrics.update(detection_metrics(detector, positions, lengths, human, config.lengths))
     metrics.update(attack_metrics(detector, gens, config.attack_length,
-                                  metrics[f"threshold_emp/L{config.attack_length}"], config.epsilons, vocab,
+                                  metrics[f"threshold_emp/{mode}/L{config.attack_length}"], config.epsilons, vocab,
                                   config.seed))
     metrics.update(throughput_metrics(seconds))
     metrics.update({f"seconds_per_step/{k}": float(np.median(v[1:])) for k, v in seconds.items() if len(v) > 1})
@@ -478,8 +512,10 @@ def watermark(config, workdir) -> Result:
                   claims=watermark_claims(metrics, config, len(prompts.tokens)),
                   notes=(f"{len(prompts.tokens)} prompts ({config.n_continuation} continuation, {config.n_summarisation} "
                          f"summarisation) x {config.max_new_tokens} new tokens, {config.model}, temperature "
-                         f"{config.temperature:g}, top-k {config.top_k or 'none'} (before the watermark); gamma = 0.5; FPR threshold = 99th percentile of the "
-                         f"unwatermarked generations' scores, or Hoeffding's."))
+                         f"{config.temperature:g}, top-k {top_k_of(config) or 'none'} (before the watermark); "
+                         f"mode {mode} "
+                         f"(permutation family, seeds, green and history rules); gamma = 0.5; FPR threshold = 99th "
+                         f"percentile of the unwatermarked generations' scores, or Hoeffding's."))
 
 
 def _plot_watermark(path, metrics, labels, config) -> str:
@@ -487,9 +523,10 @@ def _plot_watermark(path, metrics, labels, config) -> str:
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     marked = [lab for lab in labels if not _unmarked(lab)]
     for lab in marked:
-        axes[0].plot(config.lengths, [metrics.get(f"tpr_emp/L{L}/{lab}", np.nan) for L in config.lengths],
-                     marker="o", label=lab)
-    axes[0].set(xlabel="generated tokens", ylabel="TPR at 1% FPR (empirical threshold)", title="detectability")
+        axes[0].plot(config.lengths, [metrics.get(f"tpr_emp/{mode_of(config)}/L{L}/{lab}", np.nan)
+                                      for L in config.lengths], marker="o", label=lab)
+    axes[0].set(xlabel="generated tokens", ylabel="TPR at 1% FPR (empirical threshold)",
+                title=f"detectability (mode {mode_of(config)})")
     axes[0].legend(fontsize=7)
     scored = [lab for lab in labels if f"ppl/{lab}" in metrics]
     means = [metrics[f"ppl/{lab}"] for lab in scored]
@@ -584,14 +621,17 @@ def cost(config, workdir) -> Result:
     from jaxml.llm.base import SamplingOptions
 
     del workdir
-    key = experiment_key(config.key_seed)
+    mode = mode_of(config)
+    key = experiment_key(config.key_seed, mode)
     model, params, tok = load_model(config)
     vocab = model.config.vocab_size
     prompts = load_prompts(config, tok).tokens[:config.batch_size]
-    wms = {NONE: None, "dipmark": reweight.dipmark(key, vocab, alpha=0.45), "kgw": reweight.kgw(key, vocab, delta=2.0)}
+    wms = {NONE: None, "dipmark": reweight.dipmark(key, vocab, alpha=0.45, mode=mode),
+           "kgw": reweight.kgw(key, vocab, delta=2.0, mode=mode)}
     wms = {k: v for k, v in wms.items() if k == NONE or k in config.processors}
     # the watermark part's options: equal shapes, options and processors share its compiled programs
-    options = SamplingOptions(temperature=1.0, filter_order="before_processor")
+    options = SamplingOptions(temperature=1.0, top_k=official.TOP_K if mode == "official" else 0,
+                              filter_order="before_processor")
 
     def run(wm):   # no stop tokens: every configuration decodes exactly max_new_tokens steps
         return generate_lib.generate(model, params, prompts, max_new_tokens=config.max_new_tokens, sampling=options,
@@ -607,12 +647,12 @@ def cost(config, workdir) -> Result:
     for k in config.processors:
         metrics[f"throughput_ratio/{k}"] = metrics_lib.throughput_ratio(seconds[k], seconds[NONE])
     texts = outputs["dipmark"].sequences()
-    detector = detect.Detector(key, vocab)
+    detector = detect.Detector(key, vocab, mode=mode)
     scored = int(detector.score(texts).n.sum())   # compile
-    metrics["detect_tokens_per_s"] = scored / (median_ms(lambda: detector.score(texts).n, config.repeats) / 1e3)
+    metrics[f"detect_tokens_per_s/{mode}"] = scored / (median_ms(lambda: detector.score(texts).n, config.repeats) / 1e3)
     others = f"KGW delta 2: {metrics['throughput_ratio/kgw']:.3f}x" if "kgw" in config.processors else ""
     setting = (f"batch {config.batch_size}, {config.max_new_tokens} new tokens, {config.model}, median of "
-               f"{config.repeats} interleaved rounds")
+               f"{config.repeats} interleaved rounds, mode {mode}")
     return Result(metrics=metrics, headline="throughput_ratio/dipmark",
                   claims=[cost_claim(metrics["throughput_ratio/dipmark"], others, setting,
                                      config.model != "tiny" and config.repeats >= MIN_TIMED_ROUNDS)],

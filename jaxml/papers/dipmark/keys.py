@@ -22,7 +22,11 @@ step and per scored token:
   permutations.
 
 Accepted private keys (`as_key_bytes`): `bytes` (1 to 512 bytes), or a non-negative `int` below
-2^1024, encoded as 128 bytes little-endian (the official key is `getrandbits(1024)` as 128 bytes).
+2^1024, encoded as 128 bytes little-endian (ours; the official release encodes its
+`getrandbits(1024)` key big-endian, which `mode="official"` does, see `official.py`).
+
+This module is the default family (`mode="ours"`); `official.py` holds the release's
+(`torch.randperm` on an MT19937 generator) for `mode="official"`.
 """
 
 from __future__ import annotations
@@ -53,9 +57,13 @@ _H0 = np.array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b
                np.uint32)
 
 
-def as_key_bytes(key) -> bytes:
+def as_key_bytes(key, byteorder: str = "little") -> bytes:
     """The private key as bytes: `bytes`/`bytearray` (1..512 bytes) or an `int` in [0, 2^1024)
-    (128 bytes, little-endian). Anything else (a `str`, a float, a bool, a negative int) is an error."""
+    (128 bytes in `byteorder`: 'little', ours; 'big', the official release's
+    `getrandbits(1024).to_bytes(128, "big")`). Anything else (a `str`, a float, a bool, a negative
+    int) is an error."""
+    if byteorder not in ("little", "big"):
+        raise ValueError(f"byteorder={byteorder!r}; accepted: 'little', 'big'")
     if isinstance(key, (bytes, bytearray)):
         if not 1 <= len(key) <= MAX_KEY_BYTES:
             raise ValueError(f"private key of {len(key)} bytes; accepted: 1 to {MAX_KEY_BYTES} bytes")
@@ -64,7 +72,7 @@ def as_key_bytes(key) -> bytes:
         key = int(key)
         if not 0 <= key < 2 ** (8 * KEY_INT_BYTES):
             raise ValueError(f"integer private key {key} must be in [0, 2^{8 * KEY_INT_BYTES})")
-        return key.to_bytes(KEY_INT_BYTES, "little")
+        return key.to_bytes(KEY_INT_BYTES, byteorder)
     hint = " (encode text keys explicitly, e.g. key.encode() or bytes.fromhex(key))" if isinstance(key, str) else ""
     raise TypeError(f"private key of type {type(key).__name__}; accepted: bytes (1 to {MAX_KEY_BYTES}) "
                     f"or a non-negative int below 2^{8 * KEY_INT_BYTES}{hint}")

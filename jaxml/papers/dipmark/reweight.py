@@ -10,6 +10,20 @@ so each token keeps the part of its probability interval [F(i-1), F(i)] that lie
 the part above 1 - alpha once more. alpha = 0.5 is the gamma-reweight of Hu et al. (2023); alpha = 0
 is no watermark. KGW soft (Kirchenbauer et al., 2023) adds delta to the logits of the green tokens,
 here the back (1 - gamma) of the same permutation (as the DiPmark repository's `Soft_Reweight`).
+
+Two permutation families, one switch (`Watermark.mode`):
+
+* `"ours"` (the default): the keyed Feistel bijection of `keys.py`, whose seeds come in reversed
+  pairs, so the average of the reweight over the key family is P *exactly* (the proof's pairing,
+  tested to float32 rounding); elementwise, so a step costs no sequential shuffle; identical on
+  every device. Repeated context codes are judged per row.
+* `"official"`: the release's family (`official.py`): `torch.randperm` on an MT19937 CPU generator
+  seeded from the same SHA-256 of the context code (short codes hashed short, int keys
+  big-endian), its KGW green start int(V gamma), its batch-shared history of context codes, and
+  (through `official.sampling_options()`) its sampling order: top-k 50 before the reweight.
+  Its family is 2^32 - 1 pseudo-random permutations out of V!: unbiased only as far as MT19937
+  seeded with a hash looks uniform (no pairing makes the average exact), and a shuffle costs V - 1
+  sequential swaps per context.
 """
 
 from __future__ import annotations
@@ -21,9 +35,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxml.papers.dipmark import keys
+from jaxml.papers.dipmark import keys, official
 
 METHODS = ("dipmark", "kgw")
+MODES = ("ours", "official")
+
+
+def check_mode(mode) -> str:
+    """`mode` if it is one of `MODES`, else a ValueError naming it."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}; accepted: {MODES} ('ours': the keyed Feistel family, exactly unbiased "
+                         f"over keys; 'official': the release's torch.randperm family and rules)")
+    return mode
 
 
 @functools.partial(jax.jit, static_argnames=("block",))
@@ -124,13 +147,19 @@ class Watermark:
       delta: KGW logit bias >= 0.
       gamma: KGW green list = back (1 - gamma) of the permutation, gamma in (0, 1).
       context_width: tokens in a context code (5 in the paper's code).
-      skip_repeated: leave a step unwatermarked when its context code occurred at an earlier
-        generated position of the row (the official `ignore_history=False`).
+      skip_repeated: leave a step unwatermarked when its context code was seen before (the
+        official `ignore_history=False`): at an earlier generated position of the row (ours),
+        or of any row of the batch (official). None (default): on, except for KGW in official
+        mode (the release's KGW processors ignore the history).
       temperature: the sampling temperature used with it: the processor reweights
         softmax(logits / temperature) and returns temperature * log P', so that sampling at that
         temperature draws from P'. With top-k/top-p, sample with
         `SamplingOptions(..., filter_order="before_processor")`: the filters then cut P and the
         reweight of the filtered distribution stays unbiased; cut after it they would bias P'.
+        (The release's order: `official.sampling_options()`, top-k 50 before the reweight.)
+      mode: 'ours' (default) or 'official': the permutation family, seeds, KGW green start and
+        repeated-context rule (see the module docstring). An int key is encoded little-endian
+        in 'ours' and big-endian in 'official' (the release's `to_bytes(128, "big")`).
     """
 
     key: bytes
@@ -140,11 +169,15 @@ class Watermark:
     delta: float = 2.0
     gamma: float = 0.5
     context_width: int = keys.CONTEXT_WIDTH
-    skip_repeated: bool = True
+    skip_repeated: bool | None = None
     temperature: float = 1.0
+    mode: str = "ours"
 
     def __post_init__(self):
-        object.__setattr__(self, "key", keys.as_key_bytes(self.key))
+        check_mode(self.mode)
+        object.__setattr__(self, "key", keys.as_key_bytes(self.key, "big" if self.mode == "official" else "little"))
+        if self.skip_repeated is None:
+            object.__setattr__(self, "skip_repeated", self.mode == "ours" or self.method == "dipmark")
         if self.method not in METHODS:
             raise ValueError(f"watermark method {self.method!r}; accepted: {METHODS}")
         if not isinstance(self.vocab_size, (int, np.integer)) or not 2 <= self.vocab_size < 2 ** 31:
@@ -162,26 +195,48 @@ class Watermark:
 
     @property
     def label(self) -> str:
-        return f"dipmark(alpha={self.alpha:g})" if self.method == "dipmark" else f"kgw(delta={self.delta:g})"
+        name = f"dipmark(alpha={self.alpha:g})" if self.method == "dipmark" else f"kgw(delta={self.delta:g})"
+        return name if self.mode == "ours" else f"{name}[official]"
 
     def seeds(self, context: jax.Array) -> jax.Array:
-        """uint32 [batch]: the permutation seed of the current context code (last tokens of `context`)."""
-        return keys.context_seeds(context[:, -self.context_width:], self.key)
+        """uint32 [batch]: the permutation seed of the current context code (last tokens of `context`
+        [batch, L]; -1 = no token: hashed as int64 -1 (ours) or left out (official))."""
+        codes = context[:, -self.context_width:]
+        if self.mode == "official":
+            return official.context_seeds(codes, self.key)
+        return keys.context_seeds(codes, self.key)
+
+    def order_and_positions(self, seeds: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """`(order, positions)` int32 [batch, V] of the permutations of `seeds` [batch]: order[p] is
+        the token at position p, positions[t] the position of token t."""
+        if self.mode == "official":
+            order = official.shuffle(seeds, self.vocab_size)
+            return order, official.inverse(order)
+        vocab = jnp.arange(self.vocab_size)[None]
+        return (keys.permutation_tokens(vocab, seeds[:, None], self.vocab_size),
+                keys.permutation_positions(vocab, seeds[:, None], self.vocab_size))
 
     def apply(self, logits: jax.Array, seeds: jax.Array) -> jax.Array:
         """Watermarked logits [batch, V] for the permutations of `seeds` [batch] (no repeat check)."""
         if self.method == "kgw":
+            if self.mode == "official":
+                _, pos = self.order_and_positions(seeds)
+                return logits + self.delta * (pos >= official.kgw_green_start(self.vocab_size, self.gamma))
             pos = keys.permutation_positions(jnp.arange(self.vocab_size)[None], seeds[:, None], self.vocab_size)
             green = pos >= self.gamma * self.vocab_size
             return logits + self.delta * green
         # The permuted order is needed only to find where the cuts fall; the weights are then
         # computed elementwise in vocabulary order from each token's position (no scatter back).
-        vocab = jnp.arange(self.vocab_size)[None]
         probs = jax.nn.softmax(logits / self.temperature, axis=-1)
-        order = keys.permutation_tokens(vocab, seeds[:, None], self.vocab_size)
+        order, positions = self.order_and_positions(seeds)
         cuts = dipmark_cuts(jnp.take_along_axis(probs, order, axis=-1), self.alpha)
-        positions = keys.permutation_positions(vocab, seeds[:, None], self.vocab_size)
         return logits + self.temperature * log_weights_at(positions, cuts)
+
+    def repeated(self, context: jax.Array, step: jax.Array) -> jax.Array:
+        """bool [batch]: steps left unwatermarked by the repeated-context rule of this mode."""
+        if self.mode == "official":
+            return official.repeated_context(context, step, self.context_width)
+        return repeated_context(context, step, self.context_width)
 
     def __call__(self, logits: jax.Array, context: jax.Array, step: jax.Array, key: jax.Array) -> jax.Array:
         del key   # the watermark is deterministic given the context
@@ -190,7 +245,7 @@ class Watermark:
         marked = self.apply(logits, self.seeds(context))
         if not self.skip_repeated:
             return marked
-        return jnp.where(repeated_context(context, step, self.context_width)[:, None], logits, marked)
+        return jnp.where(self.repeated(context, step)[:, None], logits, marked)
 
 
 def dipmark(key, vocab_size: int, alpha: float = 0.45, **kwargs) -> Watermark:

@@ -76,14 +76,15 @@ def _config(model="smollm2"):
 
 
 def _metrics(dip_shift=(-0.003, -0.02, 0.012), kgw_shift=(0.18, 0.17, 0.2), tpr=1.0, attacked=0.9, ratio=0.95,
-             rounds=3):
+             rounds=3, mode="ours"):
     m = {}
     for label, (mean, lo, hi) in (("dipmark_a0.45", dip_shift), ("kgw_d2", kgw_shift)):
         m.update({f"nll_shift/{label}": mean, f"nll_shift_ci99_low/{label}": lo, f"nll_shift_ci99_high/{label}": hi,
-                  f"tpr_hoeffding/L64/{label}": tpr, f"tpr_emp/L64/{label}": tpr, f"n/L64/{label}": 16.0,
-                  f"tpr_attack_hoeffding/eps0.05/{label}": attacked, f"n_attack/{label}": 16.0,
+                  f"tpr_hoeffding/{mode}/L64/{label}": tpr, f"tpr_emp/{mode}/L64/{label}": tpr,
+                  f"n/{mode}/L64/{label}": 16.0, f"tpr_attack_hoeffding/{mode}/eps0.05/{label}": attacked,
+                  f"n_attack/{mode}/{label}": 16.0,
                   f"generation_throughput_ratio/{label}": ratio, f"n_timed_batches/{label}": float(rounds)})
-    m.update({"n_null/L64": 16.0, "untouched_fraction/eps0.05": 0.95 ** 6})
+    m.update({f"n_null/{mode}/L64": 16.0, f"untouched_fraction/{mode}/eps0.05": 0.95 ** 6})
     return m
 
 
@@ -101,3 +102,9 @@ def test_claims_verdicts_follow_the_measured_values():
     assert verdicts(experiments.watermark_claims(_metrics(rounds=1), _config(), 16))[3] == NOT_COMPARABLE
     first = experiments.watermark_claims(_metrics(), _config(), 16)[0]
     assert "-0.0030 [-0.0200, +0.0120]" in first.ours and "+0.1800" in first.ours
+    # the mode is read from the config and stated in every claim; detection metrics carry it in their names
+    config = _config()
+    config.mode = "official"
+    claims = experiments.watermark_claims(_metrics(mode="official"), config, 16)
+    assert verdicts(claims) == [HOLDS] * 4 and all("mode official" in c.ours for c in claims)
+    assert len(experiments.watermark_claims(_metrics(mode="ours"), config, 16)) == 2   # no official TPRs: not claimed

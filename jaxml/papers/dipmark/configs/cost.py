@@ -21,6 +21,7 @@ def get_config(arg=None):
     c.n_summarisation = 0
     c.prompt_tokens = 64
     c.key_seed = 42
+    c.mode = "ours"                        # or 'official': the release's torch.randperm family (V - 1 swaps per step)
     c.batch_size = by_scale(scale, tiny=4, quick=16, full=16)       # tiny: the shapes of watermark's tiny run
     c.max_new_tokens = by_scale(scale, tiny=16, quick=64, full=128)
     c.repeats = by_scale(scale, tiny=1, quick=3, full=5)

@@ -11,6 +11,9 @@ Metrics: expected NLL shift and perplexity under the unwatermarked model with bo
 tokens; TPR under random substitution eps 0.05-0.3.
 Paper: DiPmark's quality equals no watermark, KGW's degrades with delta; high TPR, resilient to
 moderate substitution (its tables were not available to us).
+Mode: `--config.mode=official` runs the release's permutation family, seeds, green and history
+rules with top-k 50 before the reweight (`official.py`; detection metrics are named
+`<stem>/official/...`). Not yet run at quick or full scale.
 """
 
 from jaxml.core.config import by_scale, experiment_config
@@ -26,7 +29,8 @@ def get_config(arg=None):
     c.prompt_tokens = 64
     c.max_new_tokens = by_scale(scale, tiny=16, quick=64, full=200)
     c.temperature = 1.0
-    c.top_k = 0                            # 0: none (the official code: 50); cut before the watermark
+    c.mode = "ours"                        # or 'official' (the release's family and rules); in every detection metric
+    c.top_k = -1                           # -1: the mode's (ours: 0 = none; official: 50); cut before the watermark
     c.batch_size = by_scale(scale, tiny=4, quick=4, full=32)         # batches 2.. are timed warm, back to back
     c.key_seed = 42
     c.alphas = by_scale(scale, tiny=(0.45,), quick=(0.45,), full=(0.3, 0.35, 0.4, 0.45, 0.5))
