@@ -301,11 +301,26 @@ def verbal_table(config, workdir) -> Result:
                   notes="thresholds centred by their grand mean; table in verbal_aggression_thresholds.md.")
 
 
+MIXTURE_MODE_LABELS = {"quadrature": "quadrature (ours: theta integrated out, weights estimated)",
+                       "official": "official (release: plug-in ability MLEs, no weights, q^2 counts)"}
+
+
+def mixture_modes(mode: str) -> tuple[str, ...]:
+    """The EM modes a `pcm/mixture` config runs: `mode` in mixture.MODES, or "both"."""
+    if mode == "both":
+        return mixture.MODES
+    if mode not in mixture.MODES:
+        raise ValueError(f"config.mode must be one of {mixture.MODES + ('both',)}, got {mode!r}")
+    return (mode,)
+
+
 @registry.experiment("pcm/mixture")
 def mixture_recovery(config, workdir) -> Result:
     """Spectral EM on a simulated mixture (recovery, assignment accuracy, held-out users' log-likelihood
-    for C = 1..max) and the number of components chosen on a real data set by held-out users."""
+    for C = 1..max) and the number of components chosen on real data sets by held-out users, for each EM
+    mode of `config.mode` ("quadrature", "official" or "both"), in one table (`mixture.md`)."""
     workdir = make_workdir(workdir)
+    modes = mixture_modes(config.mode)
     rng = np.random.default_rng(config.seed)
     truth = rng.normal(size=(config.true_components, config.n_items, config.n_levels))
     per = config.n_per_component
@@ -317,46 +332,90 @@ def mixture_recovery(config, workdir) -> Result:
 
     x, z = draw(1)
     x_test, _ = draw(100)
-    metrics = {}
-    for c in config.components:
-        fit, dt = timed_call(lambda: mixture.spectral_em(x, c))
-        metrics[f"sim/heldout_ll_C{c}"] = float(mixture.mixture_log_likelihood(fit, x_test).mean())
-        metrics[f"sim/seconds_C{c}"] = dt
-        if c == config.true_components:
-            metrics["sim/param_rmse"] = mixture.permutation_error(fit.thresholds, truth) / np.sqrt(truth.size)
-            metrics["sim/accuracy"] = pm.assignment_accuracy(fit.responsibilities.argmax(1), z, c)
-            metrics["sim/iterations"] = fit.iterations
-    metrics["sim/chosen_C"] = float(max(config.components, key=lambda c: metrics[f"sim/heldout_ll_C{c}"]))
-    if config.real_dataset:
-        d = data.load(config.real_dataset)
+    sets = [("sim", x, x_test, config.n_levels)]
+    for name in config.real_datasets:
+        d = data.load(name)
         order = np.random.default_rng(config.seed).permutation(len(d.responses))
         n_test = len(order) // 5
-        test, train = d.responses[order[:n_test]], d.responses[order[n_test:]]
-        for c in config.components:
-            fit = mixture.spectral_em(train, c, d.n_levels)
-            metrics[f"real/heldout_ll_C{c}"] = float(mixture.mixture_log_likelihood(fit, test).mean())
-        metrics["real/chosen_C"] = float(max(config.components, key=lambda c: metrics[f"real/heldout_ll_C{c}"]))
-    progress.log("mixture: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-    return Result(metrics=metrics, headline="sim/param_rmse", claims=mixture_claims(metrics, config),
-                  notes=f"{config.true_components} components x {per} users, {config.n_items} items, "
-                        f"L={config.n_levels}; "
-                        f"held-out log-likelihood per user (20% users held out on {config.real_dataset}).")
+        sets.append((name, d.responses[order[n_test:]], d.responses[order[:n_test]], d.n_levels))
+    metrics, failures = {}, []
+    for mode in modes:
+        for name, train, test, n_levels in sets:
+            key = f"{mode}/{name}"
+            for c in config.components:
+                try:
+                    fit, dt = timed_call(lambda: mixture.spectral_em(train, c, n_levels, mode=mode))
+                except ValueError as e:           # a component without the comparisons that identify it
+                    metrics[f"{key}/heldout_ll_C{c}"] = float("nan")
+                    failures.append(f"{key} C={c}: {str(e).split(';')[0]}")
+                    continue
+                metrics[f"{key}/heldout_ll_C{c}"] = float(mixture.mixture_log_likelihood(fit, test).mean())
+                metrics[f"{key}/seconds_C{c}"] = dt
+                metrics[f"{key}/iterations_C{c}"] = fit.iterations
+                if name == "sim" and c == config.true_components:
+                    metrics[f"{key}/param_rmse"] = mixture.permutation_error(fit.thresholds, truth) / np.sqrt(truth.size)
+                    metrics[f"{key}/accuracy"] = pm.assignment_accuracy(fit.responsibilities.argmax(1), z, c)
+                    metrics[f"{key}/iterations"] = fit.iterations
+            lls = {c: metrics[f"{key}/heldout_ll_C{c}"] for c in config.components}
+            if any(np.isfinite(v) for v in lls.values()):
+                metrics[f"{key}/chosen_C"] = float(max((c for c in lls if np.isfinite(lls[c])), key=lls.get))
+            progress.log(f"mixture {key}: " + ", ".join(f"C={c} {v:.4f}" for c, v in lls.items()))
+    table = mixture_table(metrics, modes, [s[0] for s in sets], config.components, config.true_components)
+    (workdir / "mixture.md").write_text(table + "\n")
+    notes = (f"{config.true_components} simulated components x {per} users, {config.n_items} items, L={config.n_levels}; "
+             f"mean held-out log-likelihood per user (20% of users held out on "
+             f"{', '.join(config.real_datasets) or 'no real data'}); modes: "
+             + "; ".join(MIXTURE_MODE_LABELS[m] for m in modes)
+             + ". The official fits are scored with equal weights 1/C (their E-step has none). Table: mixture.md.")
+    if failures:
+        notes += " Not fitted: " + "; ".join(failures) + "."
+    return Result(metrics=metrics, headline=f"{modes[0]}/sim/param_rmse", claims=mixture_claims(metrics, config),
+                  notes=notes)
+
+
+def mixture_table(metrics: dict[str, float], modes, sets, components, true_components: int) -> str:
+    """The `pcm/mixture` results as one markdown table: a row per (data set, mode)."""
+    head = ("| data | mode | " + " | ".join(f"held-out LL C={c}" for c in components)
+            + f" | chosen C | RMSE (C={true_components}) | assigned | iterations | seconds (C={true_components}) |")
+    lines = [head, "|---" * (len(components) + 7) + "|"]
+    fmt = lambda v, f: "" if v is None or not np.isfinite(v) else format(v, f)
+    for name in sets:
+        for mode in modes:
+            key = f"{mode}/{name}"
+            get = lambda k: metrics.get(f"{key}/{k}")
+            acc = get("accuracy")
+            lines.append(f"| {name} | {mode} | " + " | ".join(fmt(get(f"heldout_ll_C{c}"), ".3f") for c in components)
+                         + f" | {fmt(get('chosen_C'), '.0f')} | {fmt(get('param_rmse'), '.3f')} | "
+                         + f"{fmt(None if acc is None else 100 * acc, '.1f')}{'%' if acc is not None else ''} | "
+                         + f"{fmt(get(f'iterations_C{true_components}'), '.0f')} | "
+                         + f"{fmt(get(f'seconds_C{true_components}'), '.2f')} |")
+    return "\n".join(lines)
 
 
 def mixture_claims(metrics: dict[str, float], config) -> list[Claim]:
     """Spectral EM recovers a simulated mixture: at least MIXTURE_ACCURACY of users in their component, and
-    the held-out likelihood picks the true number of components among those fitted (tiny: not comparable)."""
-    text = "The spectral EM algorithm fits mixtures of PCMs (recovers the components and their users)"
-    if "sim/accuracy" not in metrics:
-        return [Claim(text, ours=f"the true C = {config.true_components} was not fitted", verdict=verdict(None))]
-    cs = config.components
-    ours = (f"{config.true_components} simulated components x {config.n_per_component:,} users, {config.n_items} items, "
-            f"L = {config.n_levels}: per-threshold RMSE {metrics['sim/param_rmse']:.3f}, "
-            f"{100 * metrics['sim/accuracy']:.1f}% of users assigned to their component, held-out log-likelihood picks "
-            f"C = {metrics['sim/chosen_C']:.0f} of {cs[0]}-{cs[-1]} (holds at >= {100 * MIXTURE_ACCURACY:.0f}% and the "
-            f"true C)")
-    holds = metrics["sim/accuracy"] >= MIXTURE_ACCURACY and metrics["sim/chosen_C"] == config.true_components
-    return [Claim(text, ours=ours, verdict=verdict(None if config.scale == "tiny" or len(cs) < 2 else holds))]
+    the held-out likelihood picks the true number of components among those fitted (tiny: not comparable).
+    One claim per EM mode run (`mixture_modes(config.mode)`)."""
+    claims = []
+    for mode in mixture_modes(config.get("mode", "quadrature")):
+        text = ("The spectral EM algorithm fits mixtures of PCMs (recovers the components and their users); "
+                f"EM mode {MIXTURE_MODE_LABELS[mode]}")
+        key = f"{mode}/sim"
+        if f"{key}/accuracy" not in metrics:
+            claims.append(Claim(text, ours=f"the true C = {config.true_components} was not fitted",
+                                verdict=verdict(None)))
+            continue
+        cs = config.components
+        chosen = metrics.get(f"{key}/chosen_C", float("nan"))
+        ours = (f"{config.true_components} simulated components x {config.n_per_component:,} users, {config.n_items} "
+                f"items, L = {config.n_levels}: per-threshold RMSE {metrics[f'{key}/param_rmse']:.3f}, "
+                f"{100 * metrics[f'{key}/accuracy']:.1f}% of users assigned to their component, held-out "
+                f"log-likelihood picks C = {chosen:.0f} of {cs[0]}-{cs[-1]} (holds at >= {100 * MIXTURE_ACCURACY:.0f}% "
+                f"and the true C)")
+        holds = metrics[f"{key}/accuracy"] >= MIXTURE_ACCURACY and chosen == config.true_components
+        claims.append(Claim(text, ours=ours,
+                            verdict=verdict(None if config.scale == "tiny" or len(cs) < 2 else holds)))
+    return claims
 
 
 @registry.experiment("pcm/reproduce")

@@ -84,10 +84,29 @@ def test_real_and_mixture_claim_verdicts():
     m["math_exam/spectral/heldout_ll"] = -0.94
     assert experiments.real_claims(m, config)[0].verdict == DOES_NOT_HOLD
     config = ml_collections.ConfigDict(dict(scale="quick", true_components=2, n_per_component=2000, n_items=20,
-                                            n_levels=2, components=(1, 2, 3)))
-    mix = {"sim/param_rmse": 0.07, "sim/accuracy": 0.95, "sim/chosen_C": 2.0}
-    assert experiments.mixture_claims(mix, config)[0].verdict == HOLDS
-    assert experiments.mixture_claims({**mix, "sim/chosen_C": 3.0}, config)[0].verdict == DOES_NOT_HOLD
-    assert experiments.mixture_claims({**mix, "sim/accuracy": 0.8}, config)[0].verdict == DOES_NOT_HOLD
+                                            n_levels=2, components=(1, 2, 3), mode="both"))
+    mix = {"quadrature/sim/param_rmse": 0.07, "quadrature/sim/accuracy": 0.95, "quadrature/sim/chosen_C": 2.0,
+           "official/sim/param_rmse": 0.25, "official/sim/accuracy": 0.90, "official/sim/chosen_C": 3.0}
+    ours, official = experiments.mixture_claims(mix, config)
+    assert (ours.verdict, official.verdict) == (HOLDS, DOES_NOT_HOLD)          # official: picks C = 3
+    assert "quadrature (ours" in ours.text and "official (release" in official.text
+    assert "per-threshold RMSE 0.250, 90.0% of users assigned" in official.ours
+    assert experiments.mixture_claims({**mix, "quadrature/sim/accuracy": 0.8}, config)[0].verdict == DOES_NOT_HOLD
+    config.mode = "quadrature"
+    assert [c.verdict for c in experiments.mixture_claims(mix, config)] == [HOLDS]
     config.scale = "tiny"
     assert experiments.mixture_claims(mix, config)[0].verdict == NOT_COMPARABLE
+    config.mode = "release"
+    with pytest.raises(ValueError, match=r"config.mode must be one of \('quadrature', 'official', 'both'\), got 'release'"):
+        experiments.mixture_claims(mix, config)
+
+
+def test_mixture_table_rows_per_data_set_and_mode():
+    m = {"quadrature/sim/heldout_ll_C1": -18.74, "quadrature/sim/heldout_ll_C2": -17.851,
+         "quadrature/sim/chosen_C": 2.0, "quadrature/sim/param_rmse": 0.0834, "quadrature/sim/accuracy": 0.9535,
+         "quadrature/sim/iterations_C2": 7, "quadrature/sim/seconds_C2": 1.194,
+         "official/sim/heldout_ll_C1": -18.74, "official/sim/heldout_ll_C2": float("nan"),
+         "official/sim/chosen_C": 1.0}
+    table = experiments.mixture_table(m, ("quadrature", "official"), ["sim"], (1, 2), 2).splitlines()
+    assert table[2] == "| sim | quadrature | -18.740 | -17.851 | 2 | 0.083 | 95.3% | 7 | 1.19 |"
+    assert table[3] == "| sim | official | -18.740 |  | 1 |  |  |  |  |"
