@@ -105,27 +105,36 @@ def mt19937_words(seeds: jax.Array, count: int) -> jax.Array:
 
 # --- torch.randperm on a CPU generator ------------------------------------------------------------
 
-def _shuffle_row(seed: jax.Array, vocab_size: int) -> jax.Array:
-    """One row of `shuffle`: int32 [V]. The swaps are a two-element scatter, done in place by XLA
-    (a dynamic-update-slice pair copies the row each step on CPU, 60x slower)."""
-    n = vocab_size
+def _fisher_yates(step, state, seeds: jax.Array, n: int):
+    """torch's `randperm_cpu` swap schedule for seeds uint32 [] or [rows]: at step i = 0 .. n - 2,
+    j = i + (the i-th MT19937 word mod (n - i)); `state = step(i, j, state)` (j int32 [] or [rows]).
+    Returns the final state."""
 
     def block(b, carry):
-        perm, mt = carry
+        state, mt = carry
         mt = _mt_twist(mt)
         words = _mt_temper(mt)
         start = b * _MT_N
 
-        def swap(k, perm):
+        def swap(k, state):
             i = start + k
-            j = i + (words[k] % (n - i).astype(jnp.uint32)).astype(jnp.int32)
-            idx = jnp.stack([i, j])
-            return perm.at[idx].set(perm[idx][::-1], mode="promise_in_bounds")   # i == j: same value twice
+            return step(i, i + (words[..., k] % (n - i).astype(jnp.uint32)).astype(jnp.int32), state)
 
-        return jax.lax.fori_loop(0, jnp.minimum(_MT_N, n - 1 - start), swap, perm), mt
+        return jax.lax.fori_loop(0, jnp.minimum(_MT_N, n - 1 - start), swap, state), mt
 
-    perm, _ = jax.lax.fori_loop(0, -(-(n - 1) // _MT_N), block, (jnp.arange(n, dtype=jnp.int32), _mt_init(seed)))
-    return perm
+    state, _ = jax.lax.fori_loop(0, -(-(n - 1) // _MT_N), block, (state, _mt_init(seeds)))
+    return state
+
+
+def _shuffle_row(seed: jax.Array, vocab_size: int) -> jax.Array:
+    """One row of `shuffle`: int32 [V]. The swaps are a two-element scatter, done in place by XLA
+    (a dynamic-update-slice pair copies the row each step on CPU, 60x slower)."""
+
+    def swap(i, j, perm):
+        idx = jnp.stack([i, j])
+        return perm.at[idx].set(perm[idx][::-1], mode="promise_in_bounds")   # i == j: same value twice
+
+    return _fisher_yates(swap, jnp.arange(vocab_size, dtype=jnp.int32), seed, vocab_size)
 
 
 @functools.partial(jax.jit, static_argnames=("vocab_size",))
@@ -166,22 +175,12 @@ def positions(tokens: jax.Array, seeds: jax.Array, vocab_size: int) -> jax.Array
       costs V - 1 compare-and-selects instead of a V-long permutation in memory.
     """
     tokens, seeds = jnp.broadcast_arrays(jnp.asarray(tokens, jnp.int32), jnp.asarray(seeds, jnp.uint32))
-    shape, n = tokens.shape, vocab_size
+    shape = tokens.shape
 
-    def block(b, carry):
-        pos, mt = carry
-        mt = _mt_twist(mt)
-        words = _mt_temper(mt)
-        start = b * _MT_N
+    def swap(i, j, pos):
+        return jnp.where(pos == i, j, jnp.where(pos == j, i, pos))
 
-        def swap(k, pos):
-            i = start + k
-            j = i + (words[:, k] % (n - i).astype(jnp.uint32)).astype(jnp.int32)
-            return jnp.where(pos == i, j, jnp.where(pos == j, i, pos))
-
-        return jax.lax.fori_loop(0, jnp.minimum(_MT_N, n - 1 - start), swap, pos), mt
-
-    pos, _ = jax.lax.fori_loop(0, -(-(n - 1) // _MT_N), block, (tokens.reshape(-1), _mt_init(seeds.reshape(-1))))
+    pos = _fisher_yates(swap, tokens.reshape(-1), seeds.reshape(-1), vocab_size)
     return pos.reshape(shape)
 
 
