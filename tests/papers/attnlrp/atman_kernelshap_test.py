@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxml.models.llama import Llama, LlamaConfig
+from jaxml.models.llama import LlamaConfig
 from jaxml.nn.attention import dot_product_attention
 from jaxml.papers.attnlrp import baselines, explain, faithfulness
+from tests.papers.attnlrp.tiny_llama import tiny_llama
 
 CONFIG = LlamaConfig(vocab_size=30, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24, max_len=16,
                      rope_theta=100.0)
@@ -20,10 +21,7 @@ CONFIG = LlamaConfig(vocab_size=30, hidden=16, layers=2, heads=2, kv_heads=1, ml
 
 @pytest.fixture(scope="module")
 def tiny():
-    model = Llama(CONFIG)
-    params = jax.jit(model.init)(jax.random.PRNGKey(5), jnp.zeros((1, 4), jnp.int32),
-                                 jnp.zeros((1, 4), jnp.int32))["params"]
-    return model, jax.tree_util.tree_map(lambda p: p * 2.0, params)
+    return tiny_llama(CONFIG, seed=5)
 
 
 def test_suppressed_attention_scales_one_score_column():

@@ -1,14 +1,13 @@
 """faithfulness_llm stores each finished batch and resumes from them; every replacement value is
 measured on the same explanations."""
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxml.core import registry
 from jaxml.core.config import load_config
-from jaxml.models.llama import Llama, LlamaConfig, smollm2_tokenizer
+from jaxml.models.llama import LlamaConfig, smollm2_tokenizer
+from tests.papers.attnlrp.tiny_llama import tiny_llama
 from jaxml.papers.attnlrp import experiments
 
 
@@ -18,9 +17,8 @@ def _tiny_smollm2(layers=0):
     tok = smollm2_tokenizer()
     config = LlamaConfig(vocab_size=tok.vocab_size, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24,
                          max_len=64, rope_theta=100.0, tie_embeddings=True)
-    model = Llama(config)
-    params = jax.jit(model.init)(jax.random.PRNGKey(0), jnp.zeros((1, 4), jnp.int32), jnp.zeros((1, 4), jnp.int32))
-    return model, params["params"], tok
+    model, params = tiny_llama(config, seed=0, scale=1.0)
+    return model, params, tok
 
 
 def test_faithfulness_llm_resumes_from_stored_batches_and_measures_each_replacement(tmp_path, monkeypatch):

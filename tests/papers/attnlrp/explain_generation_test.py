@@ -1,12 +1,12 @@
 """explain_generation (one forward, batched backward passes) against one `relevance` call per token."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxml.models.llama import Llama, LlamaConfig
+from jaxml.models.llama import LlamaConfig
 from jaxml.papers.attnlrp import explain
+from tests.papers.attnlrp.tiny_llama import tiny_llama
 
 CONFIG = LlamaConfig(vocab_size=40, hidden=16, layers=2, heads=2, kv_heads=1, mlp_hidden=24, max_len=32,
                      rope_theta=100.0)
@@ -14,10 +14,7 @@ CONFIG = LlamaConfig(vocab_size=40, hidden=16, layers=2, heads=2, kv_heads=1, ml
 
 @pytest.fixture(scope="module")
 def tiny():
-    model = Llama(CONFIG)
-    params = jax.jit(model.init)(jax.random.PRNGKey(3), jnp.zeros((1, 4), jnp.int32),
-                                 jnp.zeros((1, 4), jnp.int32))["params"]
-    return model, jax.tree_util.tree_map(lambda p: p * 2.0, params)
+    return tiny_llama(CONFIG, seed=3)
 
 
 @pytest.mark.parametrize("rules,chunk", [("attnlrp", 2), pytest.param("gradient", 8, marks=pytest.mark.slow)])
