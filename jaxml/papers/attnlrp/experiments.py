@@ -167,6 +167,14 @@ def _llm_batch(prefixes, take):
     return args, {"key_valid": jnp.asarray(prefixes.valid[take])}
 
 
+def _last_position_head(model, batch_size: int, length: int):
+    """(model with the head on the last position only, index into its logits [batch] (zeros), the
+    predicting token's position [batch] (length - 1, for attention rollout)): rows are left-padded, so
+    every target is predicted at the last position; the vocab-sized head is a fifth of a 16-token
+    forward pass of SmolLM2."""
+    return (model.clone(last_logits_only=True), np.zeros(batch_size, int), np.full(batch_size, length - 1))
+
+
 def _scale_setting(config) -> bool:
     """Whether the run can speak to the paper's claims (not a tiny run on a cut model)."""
     return config.get("model_layers", 0) == 0
@@ -232,16 +240,11 @@ def faithfulness_llm(config, workdir) -> Result:
     single = {r: {"none": [], "first": [], "other": [], "all": []} for r in reps}
     times = {m: [] for m in methods}   # seconds per batch and method; the first batch compiles
     conservation, heat_rows, heat_html = [], [], []
-    last = config.length - 1
     fractions = np.linspace(0, 1, config.steps)
     all_removable = prefixes.removable()
     if config.protect_first:   # keep each prefix's first token (the attention sink) in place
         all_removable[np.arange(n), all_removable.argmax(1)] = False
-    # Rows are left-padded, so every target is at the last position: the head runs there only (logits
-    # [batch, 1, vocab]; the vocab-sized head is a fifth of a 16-token forward pass).
-    head = model.clone(last_logits_only=True)
-    position = np.zeros(config.batch_size, int)           # into the head's logits
-    query = np.full(config.batch_size, last)              # the predicting token (attention rollout)
+    head, position, query = _last_position_head(model, config.batch_size, config.length)
     for sl, take in _batches(n, config.batch_size):
         real = sl.stop - sl.start
         args, kwargs = _llm_batch(prefixes, take)
@@ -770,9 +773,7 @@ def plausibility_experiment(config, workdir) -> Result:
                                         "batch_size", "methods", "ig_steps", "ig_chunk", "smoothgrad_samples",
                                         "smoothgrad_noise", "atman_suppression", "shap_budget", "seed"))
     hits = {m: [] for m in methods}
-    head = model.clone(last_logits_only=True)        # every answer is predicted at the last position
-    position = np.zeros(config.batch_size, int)      # into the head's logits
-    query = np.full(config.batch_size, last)         # the predicting token (attention rollout)
+    head, position, query = _last_position_head(model, config.batch_size, config.length)
     for sl, pick in _batches(len(correct), config.batch_size):
         real = sl.stop - sl.start
         take = correct[pick]
