@@ -95,22 +95,35 @@ def generate(config, workdir) -> Result:
                   notes=f"{config.model} two-stage rewrites (outline, then expansion); cache {workdir / 'generated.jsonl'}")
 
 
+VOCABULARIES = ("adjectives", "pos", "all")
+
+
 def vocabulary(name: str):
-    """The vocabulary filter of a table: 'adjectives' (WordNet 3.0) or 'all' (no filter)."""
+    """The vocabulary filter of a table: 'adjectives' (the WordNet 3.0 word list), 'pos' (no list:
+    the sentences are tokenized into their adjective-tagged words, see `tokens`) or 'all' (no filter)."""
     if name == "adjectives":
         from jaxml.data import wordnet
         return wordnet.adjectives()
-    if name == "all":
+    if name in ("pos", "all"):
         return None
-    raise ValueError(f"unknown vocabulary {name!r}; accepted: 'adjectives', 'all'")
+    raise ValueError(f"unknown vocabulary {name!r}; accepted: {VOCABULARIES}")
 
 
-def fit_all_tables(config, human_fit, ai_fit, out_dir=None) -> dict:
-    """`{vocabulary name: Tables}` fitted on tokenized fit sentences (saved under out_dir)."""
+def tokens(name: str) -> str:
+    """How a vocabulary's sentences are tokenized (`text.tokenize`): 'pos' reads only the words a
+    part-of-speech tagger marks as adjectives in the sentence (`pos.py`), the others every word."""
+    if name not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {name!r}; accepted: {VOCABULARIES}")
+    return "pos-adjectives" if name == "pos" else "words"
+
+
+def fit_all_tables(config, human_fit: dict, ai_fit: dict, out_dir=None) -> dict:
+    """`{vocabulary name: Tables}` fitted on the fit sentences tokenized for each vocabulary
+    (`human_fit`, `ai_fit`: `{tokens: token lists}`, see `tokens`), saved under out_dir."""
     tables = {}
     for name in config.vocabularies:
-        t = estimator.fit_tables(human_fit, ai_fit, min_human=config.min_human, min_ai=config.min_ai,
-                                 vocabulary=vocabulary(name), name=name)
+        t = estimator.fit_tables(human_fit[tokens(name)], ai_fit[tokens(name)], min_human=config.min_human,
+                                 min_ai=config.min_ai, vocabulary=vocabulary(name), name=name, tokens=tokens(name))
         if out_dir is not None:
             t.save(pathlib.Path(out_dir) / name)
         tables[name] = t
@@ -149,13 +162,16 @@ def validate(config, workdir) -> Result:
             human[s] = [human[s][i] for i in np.sort(rng.choice(len(human[s]), config.max_human_pool, replace=False))]
     sizes = {f"{k}/{s}": len(v[s]) for k, v in (("human", human), ("ai", ai)) for s in v}
     progress.log(f"aitext/validate: sentences {sizes}")
-    tok = {k: {s: [textlib.words(x) for x in v[s]] for s in v} for k, v in (("human", human), ("ai", ai))}
-    tables = fit_all_tables(config, tok["human"]["fit"], tok["ai"]["fit"], workdir / "tables")
+    # Every pool sentence tokenized once per kind of tokens (all words; adjective-tagged words for 'pos').
+    tok = {kind: {k: {s: textlib.tokenize(v[s], kind) for s in v} for k, v in (("human", human), ("ai", ai))}
+           for kind in {tokens(name) for name in config.vocabularies}}
+    tables = fit_all_tables(config, {kind: t["human"]["fit"] for kind, t in tok.items()},
+                            {kind: t["ai"]["fit"] for kind, t in tok.items()}, workdir / "tables")
     for name, t in tables.items():
         progress.log(f"aitext/validate: {name} table, {len(t.words)} words; most AI-leaning: {', '.join(t.words[:12])}")
 
     # Log ratios of every pool sentence, once; a validation set is a choice of indices.
-    d = {name: {k: {s: estimator.log_ratio(t, estimator.encode(t, tok[k][s])) for s in splits}
+    d = {name: {k: {s: estimator.log_ratio(t, estimator.encode(t, tok[t.tokens][k][s])) for s in splits}
                 for k in ("human", "ai")} for name, t in tables.items()}
     scores = None
     if config.logprob_baseline:
@@ -179,9 +195,10 @@ def validate(config, workdir) -> Result:
                 h_idx, a_idx, true = corpus.mixture_indices(len(human[split]), len(ai[split]), alpha,
                                                             set_size[split], rng)
                 row = {"split": split, "alpha": true, "trial": trial}
+                boot_seed = int(rng.integers(2**31))     # one per set: every vocabulary gets the same set and seed
                 for name in tables:
                     dd = np.concatenate([d[name]["human"][split][h_idx], d[name]["ai"][split][a_idx]])
-                    est = estimator.bootstrap(dd, n_boot=config.n_boot, seed=int(rng.integers(2**31)))
+                    est = estimator.bootstrap(dd, n_boot=config.n_boot, seed=boot_seed)
                     row.update({f"{name}/mle": est.mle, f"{name}/midpoint": est.midpoint,
                                 f"{name}/ci_low": est.ci[0], f"{name}/ci_high": est.ci[1],
                                 f"{name}/classifier": M.flagged_fraction(dd, 0.0)})
@@ -316,7 +333,7 @@ def _plot(rows, splits, vocabularies, logprob: bool, path) -> str:
         def mean_of(key):
             return [np.mean([x[key] for x in r if x["alpha"] == a]) for a in alphas]
 
-        for name, marker in zip(vocabularies, "os"):
+        for name, marker in zip(vocabularies, "osd^"):
             est = np.array(mean_of(f"{name}/mle"))
             lo, hi = np.array(mean_of(f"{name}/ci_low")), np.array(mean_of(f"{name}/ci_high"))
             ax.errorbar(alphas, est, yerr=[est - lo, hi - est], marker=marker, ms=4, capsize=2, label=f"MLE ({name})")

@@ -20,8 +20,10 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.scale = scale                       # tiny runs give no verdicts
     c.split_seed = 0                      # must match the generation's (which Austen blocks are test)
     c.generated = "shipped"               # or the path of an aitext/generate cache (generated.jsonl)
-    # WordNet adjectives (the ICML paper) and every word
-    c.vocabularies = by_scale(scale, tiny=("adjectives",), quick=("adjectives", "all"), full=("adjectives", "all"))
+    # WordNet adjective lemmas (a word list), adjectives tagged in context by TextBlob's Pattern tagger
+    # (the ICML paper counts adjective occurrences; jaxml/papers/aitext/pos.py), and every word
+    c.vocabularies = by_scale(scale, tiny=("adjectives",), quick=("adjectives", "pos", "all"),
+                              full=("adjectives", "pos", "all"))
     c.min_human, c.min_ai = 5, 3          # the reference's count thresholds
     full_alphas = tuple(round(0.025 * i, 3) for i in range(11))
     c.alphas = by_scale(scale, tiny=(0.0, 0.1, 0.2), quick=full_alphas, full=full_alphas)
