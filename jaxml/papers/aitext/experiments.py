@@ -244,7 +244,9 @@ def validation_claims(m: dict, config) -> list[Claim]:
     """The paper's claims about its estimator, with verdicts from the validation metrics `m`
     (not comparable at tiny scale, or when a split the claim needs was not run)."""
     vocabs, splits = tuple(config.vocabularies), tuple(config.splits)
-    adj, comparable = vocabs[0], config.scale != "tiny"
+    comparable = config.scale != "tiny"
+    # The adjective vocabularies run (the WordNet word list, the tagger's); the first vocabulary if neither is.
+    adj = tuple(v for v in vocabs if v in ("adjectives", "pos")) or vocabs[:1]
     n_sets = int(m[f"sets/{splits[0]}"])
     setting = (f"{n_sets} sets per split, alpha {min(config.alphas):g}-{max(config.alphas):g}, "
                f"Austen + SmolLM2-135M rewrites, {config.scale} scale")
@@ -292,12 +294,13 @@ def validation_claims(m: dict, config) -> list[Claim]:
             paper="instance-level detectors have much larger error (numbers not retrieved)"))
     shifted = [s for s in splits if s != "test"]
     claims.append(Claim(
-        text=(f"Under distribution shift the MLE with the adjective vocabulary stays accurate (mean abs error within "
-              f"{MAX_MAE})"),
+        text=(f"Under distribution shift the MLE with the adjective vocabulary ({', '.join(adj)}) stays accurate "
+              f"(mean abs error within {MAX_MAE})"),
         ours=("; ".join(f"{SPLIT_WORDS.get(s, s)}: {per_vocab(s, 'mae_mle')}, CI coverage {per_vocab(s, 'ci_coverage', '{:.0%}')}"
                         for s in shifted) if shifted else "no shifted split run"),
         paper="validated on in-distribution and temporally shifted splits (numbers not retrieved)",
-        verdict=verdict(all(m[f"{s}/{adj}/mae_mle"] <= MAX_MAE for s in shifted) if comparable and shifted else None)))
+        verdict=verdict(all(m[f"{s}/{v}/mae_mle"] <= MAX_MAE for s in shifted for v in adj)
+                        if comparable and shifted else None)))
     return claims
 
 
