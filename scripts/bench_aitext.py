@@ -3,6 +3,7 @@
 
     python scripts/bench_aitext.py [--n=100000] [--n_boot=1000] [--alpha=0.1] [--vocab=2000]
                                    [--reference_resamples=1000] [--out=bench_aitext.json]
+    python scripts/bench_aitext.py --grouping [--grouping_sizes=16384,32768,100000] [--grouping_seeds=4]
 
 Data: n sentences sampled from the estimator's own model (each AI with probability `alpha`, every
 one of `vocab` words occurring independently with p_t or q_t; p ~ U(0.0005, 0.02) and
@@ -16,6 +17,12 @@ get the same log ratios d.
 * `jaxml`: `jaxml.papers.aitext.estimator.bootstrap` (multinomial counts over the groups of d,
   every resample solved in one vectorised JAX pass), first call (compilation included) and the
   median of 3 warm calls.
+
+`--grouping` measures instead what grouping the values of d costs in interval width: on the same
+log ratios (simulated at each size of `--grouping_sizes`, and the real fit pool of the shipped
+corpus scored with the all-words table), the 95% interval of the exact bootstrap (one multinomial
+category per distinct value of d, i.e. resampling sentences) against the grouped one (1,024 groups),
+each with `--grouping_seeds` resampling seeds, and the time of one call of each (warm).
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ _VOCAB = flags.DEFINE_integer("vocab", 2000, "Vocabulary size of the simulated t
 _REF = flags.DEFINE_integer("reference_resamples", 1000, "Resamples timed for the reference loop.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed.")
 _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
+_GROUPING = flags.DEFINE_bool("grouping", False, "Measure the CI width of exact against grouped resampling.")
+_GROUPING_SIZES = flags.DEFINE_list("grouping_sizes", ["16384", "32768", "100000"], "Sentences per simulated sample.")
+_GROUPING_SEEDS = flags.DEFINE_integer("grouping_seeds", 4, "Resampling seeds per sample and method.")
 
 
 def simulated_log_ratios(n, v, alpha, seed):
@@ -70,8 +80,57 @@ def reference_bootstrap(d, n_boot, seed):
     return np.asarray(out)
 
 
+def real_log_ratios():
+    """d of every fit sentence of the shipped corpus (human and AI) under the all-words table fitted
+    on them: a real sample with more distinct values than the exact threshold."""
+    from jaxml.papers.aitext import corpus, estimator
+    from jaxml.papers.aitext import text as textlib
+
+    pools = corpus.human_passages()
+    human = [textlib.words(s) for s in corpus.sentence_pool([p.text for p in pools["fit"]])]
+    ai = [textlib.words(s) for s in corpus.sentence_pool(
+        [r["text"] for r in corpus.load_ai_records("shipped") if r["split"] == "fit"])]
+    tables = estimator.fit_tables(human, ai)
+    return estimator.log_ratio(tables, estimator.encode(tables, human + ai))
+
+
+def grouping(seeds: int, sizes) -> list[dict]:
+    """Interval width and time of the exact and the grouped bootstrap on the same samples."""
+    import time
+
+    from jaxml.papers.aitext import estimator
+
+    samples = [(f"simulated n={n}", simulated_log_ratios(int(n), _VOCAB.value, _ALPHA.value, _SEED.value))
+               for n in sizes] + [("real: fit pool, all-words table", real_log_ratios())]
+    rows = []
+    for name, d in samples:
+        row = {"sample": name, "n": int(d.size), "distinct": int(len(np.unique(d)))}
+        for method, exact_up_to in (("exact", d.size), ("grouped", 0)):
+            estimator.bootstrap(d, n_boot=_BOOT.value, seed=0, exact_up_to=exact_up_to)      # compile
+            widths, t0 = [], time.perf_counter()
+            for s in range(1, seeds + 1):
+                est = estimator.bootstrap(d, n_boot=_BOOT.value, seed=s, exact_up_to=exact_up_to)
+                widths.append(est.ci[1] - est.ci[0])
+            row[method] = {"width_mean": float(np.mean(widths)), "width_sd": float(np.std(widths, ddof=1)),
+                           "seconds_per_call": (time.perf_counter() - t0) / seeds, "mle": est.mle}
+        row["width_ratio"] = row["grouped"]["width_mean"] / row["exact"]["width_mean"]
+        e, g = row["exact"], row["grouped"]
+        print(f"{name}: {row['n']} sentences, {row['distinct']} distinct d; 95% CI width exact "
+              f"{e['width_mean']:.5f} +- {e['width_sd']:.5f} ({e['seconds_per_call']:.2f} s/call), grouped "
+              f"{g['width_mean']:.5f} +- {g['width_sd']:.5f} ({g['seconds_per_call']:.2f} s/call); "
+              f"grouped / exact {row['width_ratio']:.3f}", flush=True)
+        rows.append(row)
+    return rows
+
+
 def main(_):
     import jax
+
+    if _GROUPING.value:
+        rows = grouping(_GROUPING_SEEDS.value, _GROUPING_SIZES.value)
+        if _OUT.value:
+            pathlib.Path(_OUT.value).write_text(json.dumps(rows, indent=2))
+        return
 
     from jaxml.core import benchmark
     from jaxml.papers.aitext import estimator

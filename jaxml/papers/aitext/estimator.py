@@ -74,6 +74,12 @@ class Tables:
             raise ValueError("the vocabulary is empty: no word passes the count thresholds in both corpora")
 
     @property
+    def tokens(self) -> str:
+        """How sentences are tokenized for this table (`text.tokenize`); tables saved before the
+        field existed read 'words'."""
+        return self.meta.get("tokens", "words")
+
+    @property
     def index(self) -> dict[str, int]:
         return {w: i for i, w in enumerate(self.words)}
 
@@ -132,13 +138,16 @@ def occurrences(sentences: Iterable[Sequence[str]]) -> tuple[collections.Counter
 
 
 def fit_tables(human: Iterable[Sequence[str]], ai: Iterable[Sequence[str]], *, min_human: int = 5,
-               min_ai: int = 3, vocabulary: Iterable[str] | None = None, name: str = "") -> Tables:
+               min_ai: int = 3, vocabulary: Iterable[str] | None = None, name: str = "",
+               tokens: str = "words") -> Tables:
     """p and q from tokenized human and AI sentences (lists of words).
 
     V = words in at least `min_human` human and `min_ai` AI sentences (the reference's 5 and 3),
     intersected with `vocabulary` when given (e.g. WordNet adjectives). p_t = #human sentences with
     t / #human sentences (binary occurrence), q likewise; both are clipped to [1e-12, 1 - 1e-12].
-    Words are sorted by log(q/p), most AI-leaning first.
+    Words are sorted by log(q/p), most AI-leaning first. `tokens` names how the sentences were
+    tokenized (`text.tokenize`: 'words', or 'pos-adjectives' for adjective-tagged words only) and
+    is kept in `meta["tokens"]`, so that the sentences to score are tokenized the same way.
     """
     h_counts, n_h = occurrences(human)
     a_counts, n_a = occurrences(ai)
@@ -153,7 +162,7 @@ def fit_tables(human: Iterable[Sequence[str]], ai: Iterable[Sequence[str]], *, m
     words = [words[i] for i in order]
     p, q = p[order], q[order]
     meta = {"name": name, "human_sentences": n_h, "ai_sentences": n_a, "min_human": min_human, "min_ai": min_ai,
-            "vocabulary_filter": None if allowed is None else len(allowed)}
+            "vocabulary_filter": None if allowed is None else len(allowed), "tokens": tokens}
     return Tables(tuple(words), np.log(p), np.log1p(-p), np.log(q), np.log1p(-q), meta)
 
 
@@ -407,21 +416,31 @@ def solve_resamples(groups: Groups, draws, coarse: int = 65, fine: int = 65) -> 
     return np.where(at_zero, 0.0, np.where(at_one, 1.0, alpha))
 
 
+EXACT_UP_TO = 8192   # bootstrap: exact resampling up to this many distinct values of d (README, timing)
+
+
 def bootstrap(d, n_boot: int = 1000, seed: int = 0, level: float = 95.0, max_groups: int = 1024,
-              chunk: int = 2000) -> Estimate:
+              exact_up_to: int = EXACT_UP_TO, chunk: int = 2000) -> Estimate:
     """MLE of alpha and a percentile bootstrap interval from the log ratios d [n].
 
-    Each resample is n sentences drawn with replacement, as multinomial counts over the groups of
-    `compress` (exact when d has at most `max_groups` distinct values); all resamples are solved
-    together by `solve_resamples` (in chunks of `chunk` resamples to bound memory), and so is the
-    full-sample MLE (equal to `mle(d)` to float32 precision, tested).
+    Each resample is n sentences drawn with replacement, as multinomial counts over the distinct
+    values of d: this is exactly resampling sentences (sentences with equal d are interchangeable)
+    whenever d has at most `exact_up_to` distinct values (so always for n <= `exact_up_to`
+    sentences). Above that, the values are grouped into `max_groups` groups (`compress`), which
+    drops the within-group variance from the bootstrap (its effect on the CI width is measured in
+    the README, `scripts/bench_aitext.py --grouping`). All resamples are solved together by
+    `solve_resamples` (in chunks of at most `chunk` resamples, fewer when there are many distinct
+    values, to bound memory), and so is the full-sample MLE (equal to `mle(d)` to float32
+    precision, tested).
     """
     if n_boot < 2:
         raise ValueError(f"n_boot={n_boot} must be at least 2")
     if not 0 < level < 100:
         raise ValueError(f"level={level} must be a percentage in (0, 100)")
     d = _check_d(d)
-    groups = compress(d, max_groups)
+    n_distinct = len(np.unique(d))
+    groups = compress(d, n_distinct if n_distinct <= exact_up_to else max_groups)
+    chunk = max(1, min(chunk, (1 << 24) // len(groups.counts)))         # draws of one chunk: <= 64 MB
     n = int(groups.counts.sum())
     draws = np.random.default_rng(seed).multinomial(n, groups.counts / n, size=n_boot)     # [B, G]
     # Row 0 is the sample itself (its group counts): its root is the full-sample MLE, solved in the

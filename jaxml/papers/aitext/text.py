@@ -56,6 +56,23 @@ def words(sentence: str) -> list[str]:
     return _WORD.findall(sentence.lower().replace("\u2019", "'"))
 
 
+TOKENS = ("words", "pos-adjectives")
+
+
+def tokenize(sentences: list[str], tokens: str = "words") -> list[list[str]]:
+    """The token lists the estimator reads, one per sentence: `tokens` = 'words' (every word,
+    `words`) or 'pos-adjectives' (only the words tagged as adjectives in context, `pos.adjectives`).
+    A table records which in `Tables.meta["tokens"]`."""
+    if isinstance(sentences, str):
+        raise TypeError("tokenize expects a list of sentences, not one str")
+    if tokens == "words":
+        return [words(s) for s in sentences]
+    if tokens == "pos-adjectives":
+        from jaxml.papers.aitext import pos
+        return pos.tokenize(sentences)
+    raise ValueError(f"unknown tokens {tokens!r}; accepted: {TOKENS}")
+
+
 def tokenized_sentences(text: str, min_words: int = 2) -> list[list[str]]:
     """`words` of every sentence of `text` with at least `min_words` words (the reference drops
     sentences of length <= 1)."""

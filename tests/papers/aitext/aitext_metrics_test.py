@@ -65,3 +65,28 @@ def test_error_ratio():
     assert M.error_ratio(0.05, 0.0) == math.inf
     with pytest.raises(ValueError):
         M.error_ratio(-0.1, 0.1)
+
+
+def test_each_adjective_reading_gets_its_own_verdicts():
+    """A vocabulary that misses the bar fails only its own claims: the WordNet list's numbers here
+    are inside every threshold (error 0.01, coverage 95%, classifier 10x worse), the tagger's are
+    outside (error 0.05, coverage 40%, classifier 1.5x); 'all' is reported but judged only when no
+    adjective vocabulary ran."""
+    import ml_collections
+    from jaxml.papers.aitext import experiments as ex
+
+    splits = ("test", "shift_genre")
+    values = {"adjectives": (0.01, 0.95, 0.10), "pos": (0.05, 0.40, 0.075), "all": (0.20, 0.0, 0.0)}
+    m = {f"sets/{s}": 100.0 for s in splits}
+    for v, (mae, cov, clf) in values.items():
+        for s in splits:
+            m.update({f"{s}/{v}/mae_mle": mae, f"{s}/{v}/ci_coverage": cov, f"{s}/{v}/mae_classifier": clf})
+    config = ml_collections.ConfigDict(dict(vocabularies=("adjectives", "pos", "all"), splits=splits,
+                                            alphas=(0.0, 0.25), scale="quick"))
+    claims = ex.validation_claims(m, config)
+    by_vocab = {v: [c.verdict for c in claims if ex.VOCAB_WORDS[v] in c.text] for v in values}
+    assert by_vocab["adjectives"] == ["holds"] * 4
+    assert by_vocab["pos"] == ["does not hold"] * 4
+    assert by_vocab["all"] == []
+    config.vocabularies = ("all",)
+    assert [c.verdict for c in ex.validation_claims(m, config)][:4] == ["does not hold"] * 4

@@ -90,11 +90,12 @@ def test_compress_merges_equal_values_exactly():
 
 
 def test_bootstrap_ci_covers_the_true_alpha_in_at_least_90_percent_of_50_seeds():
+    """1000 sentences: below EXACT_UP_TO, so the default bootstrap resamples sentences exactly."""
     tables, p, q = _tables(v=150, seed=5)
     hits = 0
     for seed in range(50):
         rng = np.random.default_rng(100 + seed)
-        sents, _ = _sample(tables, p, q, 2000, 0.1, rng)
+        sents, _ = _sample(tables, p, q, 1000, 0.1, rng)
         est = E.bootstrap(E.log_ratio(tables, E.encode(tables, sents)), n_boot=1000, seed=seed)
         assert est.ci[0] <= est.mle <= est.ci[1]
         assert abs(est.mle - E.mle(E.log_ratio(tables, E.encode(tables, sents)))) < 1e-6   # bisection
@@ -108,11 +109,18 @@ def test_grouped_bootstrap_matches_resampling_sentences():
     tables, p, q = _tables(seed=6)
     sents, _ = _sample(tables, p, q, 2000, 0.2, np.random.default_rng(6))
     d = E.log_ratio(tables, E.encode(tables, sents))
-    grouped = E.bootstrap(d, n_boot=400, seed=0, max_groups=64)
+    grouped = E.bootstrap(d, n_boot=400, seed=0, max_groups=64, exact_up_to=0)
     rng = np.random.default_rng(1)
     direct = np.array([E.mle(d[rng.integers(0, d.size, d.size)]) for _ in range(400)])
     assert abs(grouped.boot.std() - direct.std()) < 0.15 * direct.std()
     assert abs(grouped.boot.mean() - direct.mean()) < 0.25 * direct.std()
+    # By default a sample of 2000 sentences (at most EXACT_UP_TO distinct values) is resampled exactly:
+    # one category per distinct value, the same resamples as with no threshold; grouping changes them.
+    assert len(np.unique(d)) <= 2000 <= E.EXACT_UP_TO
+    default = E.bootstrap(d, n_boot=400, seed=0)
+    np.testing.assert_array_equal(default.boot, E.bootstrap(d, n_boot=400, seed=0, exact_up_to=10**9).boot)
+    assert not np.allclose(default.boot, grouped.boot)
+    assert abs(default.boot.std() - direct.std()) < 0.15 * direct.std()
 
 
 def test_fit_tables_counts_binary_occurrence_and_filters():
