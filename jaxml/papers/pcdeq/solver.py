@@ -11,6 +11,10 @@ with the same solver, then returns (d f / d params, d f / d x)^T u — the pcDEQ
 (Bai-Kolter DEQ pattern), not a Jacobian-free approximation. The stopping rule of both solves is the
 official one: relative residual ||z_{k+1} - z_k|| / (||z_{k+1}|| + 1e-5) < tol, or max_iter maps.
 
+Output: `output='z'` returns z*; `output='fz'` returns f(params, z*, x), one more application of f,
+as the official forward does (its solve runs under no_grad, then `z = f(z, x)` with autograd on and a
+backward hook on that z; `official_output`). The two gradients agree at an exact fixed point.
+
 Diagnostics: `stats` has the forward iteration count and final residual. The backward pass's count
 and residual are returned as the cotangent of the optional `probe` argument (a float32 [2] zeros
 array): differentiate w.r.t. the probe to read [backward iterations, backward residual].
