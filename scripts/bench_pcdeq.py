@@ -2,7 +2,7 @@
 """Seconds per training epoch of pcDEQ on Fashion-MNIST: jaxml against a PyTorch port of the
 official training step, both on ONE pinned CPU thread (as the issue's reference timing).
 
-    python scripts/bench_pcdeq.py [--models=linear,multi_conv] [--steps=0] [--out=bench_pcdeq.json]
+    python scripts/bench_pcdeq.py [--models=linear,multi_conv] [--steps=0] [--output=fz] [--out=bench_pcdeq.json]
 
 For each model (linear pcDEQ-1 tanh, 70,410 params; multi-conv pcDEQ-1 softsign, 41,278 params;
 batch 64, AdamW lr 5e-4, wd 1.5e-2) both sides train the same number of steps from their own
@@ -53,6 +53,7 @@ _STEPS = flags.DEFINE_integer("steps", 0, "Timed steps per model (0: 938 = one e
 _TORCH = flags.DEFINE_bool("torch", True, "Also time the PyTorch port when torch is installed.")
 _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
 _BLOCK = flags.DEFINE_integer("block", 10, "Steps per block: the sides alternate block by block.")
+_OUTPUT = flags.DEFINE_string("output", "", "jaxml's DEQ output, z (z*) or fz (f(z*), as the port); empty: the config's default.")
 _RETAIN = flags.DEFINE_bool("retain_heap", True, "Keep freed heap memory in the process (both sides; see cpu_memory.py).")
 
 STEPS_PER_EPOCH = 938
@@ -78,7 +79,8 @@ def setup_jaxml(model: str, images, labels):
     from jaxml.core.optim import make_optimizer
     from jaxml.papers.pcdeq.task import make_task
 
-    config = load_config(f"jaxml/papers/pcdeq/configs/train.py:{SPECS[model]}")
+    output = f",output={_OUTPUT.value}" if _OUTPUT.value else ""
+    config = load_config(f"jaxml/papers/pcdeq/configs/train.py:{SPECS[model]}{output}")
     task = make_task(config)
     mesh = mesh_lib.mesh_from_config(config.mesh, jax.devices()[:1])
     tx, schedule = make_optimizer(config.optimizer, config.schedule, 40 * STEPS_PER_EPOCH)

@@ -25,7 +25,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxml.papers.pcdeq.solver import DEQStats, Solver, deq_solve, unrolled_solve
+from jaxml.papers.pcdeq.solver import (DEQStats, Solver, check_output, deq_solve, official_output,
+                                       unrolled_solve)
 from kernels.fixed_point.reference import activation_fn, activation_grad
 
 VARIANTS = ("pcdeq1", "pcdeq2", "deq", "explicit")
@@ -327,6 +328,9 @@ class DEQLayer(nn.Module):
         'auto' (Pallas on GPU/TPU), 'xla', 'pallas'; 'generic' uses `deq_solve` everywhere.
       capture: sow `capture/weight` (the normalised W) and `capture/injection` so that the map
         can be rebuilt outside the model (`layer_map`) for convergence analysis.
+      output: 'z' returns the fixed point z*; 'fz' returns f(z*) = act(W z* + inj(x)), one more
+        application of the map after the solve, with the official backward hook (the official
+        forward; `solver.official_output`). Not used by the 'explicit' variant.
     """
 
     variant: str = "pcdeq1"
@@ -336,10 +340,12 @@ class DEQLayer(nn.Module):
     unroll: int = 8
     implementation: str = "generic"
     capture: bool = False
+    output: str = "z"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         check_variant(self.variant, self.activation)
+        check_output(self.output)
         n = x.shape[-1]
         shape = (3, 3, n, n) if self.conv else (n, n)
         init = pcdeq_init if self.variant in CONSTRAINED else torch_default_init
@@ -370,13 +376,17 @@ class DEQLayer(nn.Module):
                       and self.implementation != "generic")
         if use_kernel:
             import kernels.fixed_point as fixed_point_op   # the Pallas op (dense layers only)
+            fz = self.output == "fz"
+            w_in, inj_in = jax.lax.stop_gradient((w, inj)) if fz else (w, inj)
             out = fixed_point_op.fixed_point(
-                w, inj, activation=self.activation, tol=self.solver.tol, max_iter=self.solver.max_iter,
+                w_in, inj_in, activation=self.activation, tol=self.solver.tol, max_iter=self.solver.max_iter,
                 block_sizes=fixed_point_op.BlockSizes(block_batch=x.shape[0]),
-                implementation=self.implementation, probe=probe.value)
+                implementation=self.implementation, probe=None if fz else probe.value)
             z, stats = out.z, DEQStats(out.iterations.max(), out.residual.max())
+            if fz:   # the kernel's forward solve, then the official output and adjoint (XLA)
+                z = official_output(f, solver, w, inj, z, probe.value)
         else:
-            z, stats = deq_solve(f, w, inj, solver=solver, probe=probe.value)
+            z, stats = deq_solve(f, w, inj, solver=solver, probe=probe.value, output=self.output)
         self.sow("diagnostics", "forward_iterations", stats.iterations.astype(jnp.float32))
         self.sow("diagnostics", "forward_residual", stats.residual)
         return z

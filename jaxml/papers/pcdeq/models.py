@@ -136,11 +136,12 @@ class DEQNet(nn.Module):
     unroll: int = 8
     implementation: str = "generic"
     capture: bool = False
+    output: str = "z"
 
     def _deq(self, name, conv):
         return DEQLayer(variant=self.variant, activation=self.activation, conv=conv, solver=self.solver,
                         unroll=self.unroll, implementation=self.implementation, capture=self.capture,
-                        name=name)
+                        output=self.output, name=name)
 
     @nn.compact
     def __call__(self, images: jax.Array, train: bool = False) -> jax.Array:

@@ -11,6 +11,10 @@ with the same solver, then returns (d f / d params, d f / d x)^T u — the pcDEQ
 (Bai-Kolter DEQ pattern), not a Jacobian-free approximation. The stopping rule of both solves is the
 official one: relative residual ||z_{k+1} - z_k|| / (||z_{k+1}|| + 1e-5) < tol, or max_iter maps.
 
+Output: `output='z'` returns z*; `output='fz'` returns f(params, z*, x), one more application of f,
+as the official forward does (its solve runs under no_grad, then `z = f(z, x)` with autograd on and a
+backward hook on that z; `official_output`). The two gradients agree at an exact fixed point.
+
 Diagnostics: `stats` has the forward iteration count and final residual. The backward pass's count
 and residual are returned as the cotangent of the optional `probe` argument (a float32 [2] zeros
 array): differentiate w.r.t. the probe to read [backward iterations, backward residual].
@@ -163,22 +167,71 @@ def _deq_fwd(f, solver, params, x, probe):
     return (z, k, r), (params, x, z)
 
 
-def _deq_bwd(f, solver, residuals, cotangents):
-    params, x, z = residuals
-    g = cotangents[0]
+def _adjoint(f, solver, params, x, z, g):
+    """u = J^T u + g from u0 = g, J = d f(params, z, x) / d z at the given z: `(u, iterations, residual)`."""
     _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
     # The adjoint u has no sign constraint: Anderson's orthant guard is for the forward map only.
-    u, k, r = find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver._replace(nonnegative=False))
+    return find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver._replace(nonnegative=False))
+
+
+def _probe_cotangent(k, r):
+    return jnp.stack([k.astype(jnp.float32), r.astype(jnp.float32)])
+
+
+def _deq_bwd(f, solver, residuals, cotangents):
+    params, x, z = residuals
+    u, k, r = _adjoint(f, solver, params, x, z, cotangents[0])
     _, vjp_px = jax.vjp(lambda p, xx: f(p, z, xx), params, x)
     d_params, d_x = vjp_px(u)
-    return d_params, d_x, jnp.stack([k.astype(jnp.float32), r.astype(jnp.float32)])
+    return d_params, d_x, _probe_cotangent(k, r)
 
 
 _deq.defvjp(_deq_fwd, _deq_bwd)
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def adjoint_hook(f, solver, y, params, x, probe):
+    """The identity on y = f(params, z*, x) whose backward replaces the cotangent g of y by the
+    adjoint solution u = J^T u + g, J = d f / d z at y (the official code's `backward_hook` on its
+    output f(z*): the Jacobian is taken at the output, z0 = f(z*).detach()). params and x get no
+    cotangent here (they get theirs through the differentiable f(params, z*, x) that made y)."""
+    return y
+
+
+def _adjoint_hook_fwd(f, solver, y, params, x, probe):
+    return y, (y, params, x)
+
+
+def _adjoint_hook_bwd(f, solver, residuals, g):
+    y, params, x = residuals
+    u, k, r = _adjoint(f, solver, params, x, y, g)
+    zeros = lambda t: jax.tree_util.tree_map(jnp.zeros_like, t)
+    return u, zeros(params), zeros(x), _probe_cotangent(k, r)
+
+
+adjoint_hook.defvjp(_adjoint_hook_fwd, _adjoint_hook_bwd)
+
+OUTPUTS = ("z", "fz")
+
+
+def check_output(output: str) -> str:
+    if output not in OUTPUTS:
+        raise ValueError(f"output={output!r}; accepted: {OUTPUTS} (z*: the fixed point; fz: f(z*), the official code's)")
+    return output
+
+
+def official_output(f, solver, params, x, z, probe):
+    """The official forward's output f(params, z*, x) from a fixed point z* found without gradient:
+    one differentiable application of f at stop_gradient(z*), its cotangent replaced by the adjoint
+    solution (`adjoint_hook`). At an exact fixed point the gradient equals z*'s implicit gradient;
+    it differs by O(forward residual) (the Jacobian is taken at f(z*), the value is one step on)."""
+    y = f(params, jax.lax.stop_gradient(z), x)
+    return adjoint_hook(f, solver, y, params, x, probe)
+
+
 def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, x: jax.Array, *,
-              solver: Solver = Solver(), probe: jax.Array | None = None) -> tuple[jax.Array, DEQStats]:
+              solver: Solver = Solver(), probe: jax.Array | None = None,
+              output: str = "z") -> tuple[jax.Array, DEQStats]:
     """The fixed point z* = f(params, z*, x) from z0 = 0, with the implicit gradient.
 
     Args:
@@ -187,13 +240,20 @@ def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, 
       x: the injection [batch, ...] (differentiable).
       solver: a `Solver` (static).
       probe: optional float32 [2]; its cotangent is [backward iterations, backward residual].
+      output: 'z' returns z* (differentiated by `_deq`'s custom_vjp); 'fz' returns f(z*), one more
+        application of f, as the official forward does (`official_output`).
     Returns:
-      `(z, DEQStats(iterations, residual))` of the forward solve.
+      `(z* or f(z*), DEQStats(iterations, residual))` of the forward solve.
     """
     solver = solver.validate()
+    check_output(output)
     probe = jnp.zeros((2,), jnp.float32) if probe is None else probe
     if probe.shape != (2,):
         raise ValueError(f"deq_solve: probe must have shape (2,), got {probe.shape}")
+    if output == "fz":
+        sp, sx = jax.lax.stop_gradient((params, x))
+        z, k, r = find_fixed_point(lambda zz: f(sp, zz, sx), jnp.zeros_like(x), solver)
+        return official_output(f, solver, params, x, z, probe), DEQStats(k, r)
     z, k, r = _deq(f, solver, params, x, probe)
     return z, DEQStats(k, r)
 

@@ -116,7 +116,8 @@ def model_from_config(config) -> DEQNet:
     m = config.model
     solver = Solver(tol=m.tol, max_iter=m.max_iter, method=m.solver)
     return DEQNet(architecture=m.architecture, variant=m.variant, activation=m.activation,
-                  widths=tuple(m.widths), solver=solver, unroll=m.unroll, implementation=m.implementation)
+                  widths=tuple(m.widths), solver=solver, unroll=m.unroll, implementation=m.implementation,
+                  output=m.get("output", "z"))
 
 
 @registry.task("pcdeq/train")

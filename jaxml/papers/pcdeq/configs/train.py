@@ -5,7 +5,8 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/pcdeq/configs/train.py:model=multi_conv,variant=pcdeq1,act=softsign --workdir=/tmp/pcdeq_mc
 Arguments: model in {linear, single_conv, multi_conv}; variant in {pcdeq1, pcdeq2, deq, explicit};
 act (pcdeq1: tanh/softsign/relu6; pcdeq2: sigmoid; deq/explicit: tanh by default); solver in
-{iteration, anderson}; epochs (0: the scale's default); seed; `tiny` or `quick`.
+{iteration, anderson}; output in {z, fz} (the DEQ blocks return z* or, as the official forward,
+f(z*)); epochs (0: the scale's default); seed; `tiny` or `quick`.
 
 Hyperparameters are the official README's MNIST ones (AdamW lr 5e-4, weight decay 1.5e-2, batch
 64, MultiStepLR x0.1 at 3/4 of training; images in [0, 1], no augmentation), on Fashion-MNIST.
@@ -24,7 +25,7 @@ STEPS_PER_EPOCH = 937   # 60000 // 64: the loop drops the last partial batch
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
     a, scale = experiment_config("pcdeq/train", arg, model="linear", variant="pcdeq1", act="", solver="iteration",
-                                 epochs=0, implementation="auto")
+                                 epochs=0, implementation="auto", output="z")
     from jaxml.papers.pcdeq.models import DEFAULT_WIDTHS
     if a.model not in DEFAULT_WIDTHS:
         raise ValueError(f"model={a.model!r}; accepted: {sorted(DEFAULT_WIDTHS)}")
@@ -36,7 +37,8 @@ def get_config(arg=None) -> ml_collections.ConfigDict:
     c.seed = a.seed
     c.model = ml_collections.ConfigDict(dict(
         architecture=a.model, variant=a.variant, activation=act, widths=DEFAULT_WIDTHS[a.model],
-        solver=a.solver, tol=1e-4, max_iter=200, unroll=8, implementation=a.implementation))
+        solver=a.solver, tol=1e-4, max_iter=200, unroll=8, implementation=a.implementation,
+        output=a.output))
     c.data = ml_collections.ConfigDict(dict(train_examples=-1, test_examples=-1))
     c.batch_size = 64
     c.eval_batch_size = 512
