@@ -458,7 +458,7 @@ def test_multi_conv_task_gradient_projection_and_convergence():
     # Along d, the normalised gradient restricted to the three DEQ blocks' (v, g): the loss's change
     # over [-eps, eps] must equal the integral of the implicit gradient's directional derivative
     # along that segment (the fundamental theorem of calculus; trapezoid rule, 13 points). Not the
-    # point gradient against a central difference: ReLU6 and max-pool kinks make the slope jump
+    # point gradient against a central difference: the 3x3 max-pools' kinks make the slope jump
     # by several percent within +-0.01 (measured 0.097 -> 0.088), so a central difference of a
     # correct gradient was 1.5-2% off at eps 1e-2 on some machines. Measured here at eps 0.03:
     # 0.6% (default XLA optimisation) and 0.4% (level 0, the suite's; 0.9% with 25 points), near the floor that the
