@@ -100,6 +100,11 @@ def test_order_claims_verdicts():
 
 # --- MiniLM: sentence embeddings against the float32 model's ---------------------------------------
 
+def _unit(degrees: np.ndarray) -> np.ndarray:
+    """Unit vectors in the plane at these angles (their cosines are the cosines of the angle differences)."""
+    return np.stack([np.cos(np.radians(degrees)), np.sin(np.radians(degrees))], 1)
+
+
 def test_mean_cosine():
     ref = np.array([[1.0, 0.0], [0.0, 2.0]])
     # row 0: cos 45 deg = 1/sqrt 2; row 1: the same direction, another length -> 1
@@ -118,8 +123,7 @@ def test_similarity_spearman():
     # equal, so their cosines tie exactly): cos 10, 30, 30, 20, 20, 0 -> ranks 5 1.5 1.5 3.5 3.5 6. Pearson
     # of the rank vectors by hand: centred (2.5 .5 -2.5 1.5 -1.5 -.5) and (1.5 -2 -2 0 0 2.5), products
     # 3.75 - 1 + 5 - 1.25 = 6.5, squares 17.5 and 16.5 -> 6.5 / sqrt(17.5 * 16.5)
-    unit = lambda deg: np.stack([np.cos(np.radians(deg)), np.sin(np.radians(deg))], 1)  # noqa: E731
-    ref, emb = unit(np.array([0.0, 10, 30, 100])), unit(np.array([0.0, 10, 30, 30]))
+    ref, emb = _unit(np.array([0.0, 10, 30, 100])), _unit(np.array([0.0, 10, 30, 30]))
     assert metrics.similarity_spearman(ref, emb) == pytest.approx(6.5 / np.sqrt(17.5 * 16.5), rel=1e-12)
     assert metrics.similarity_spearman(ref, 3.0 * ref) == pytest.approx(1.0)   # only directions count
     # against scipy.stats.spearmanr of the upper-triangle similarities on random embeddings
@@ -135,13 +139,12 @@ def test_similarity_spearman():
 def test_neighbour_agreement():
     # five directions at 0, 10, 22, 60, 70 degrees: the reference's nearest neighbours are 0->1, 1->0,
     # 2->1, 3->4, 4->3
-    unit = lambda deg: np.stack([np.cos(np.radians(deg)), np.sin(np.radians(deg))], 1)  # noqa: E731
-    ref = unit(np.array([0.0, 10, 22, 60, 70]))
+    ref = _unit(np.array([0.0, 10, 22, 60, 70]))
     assert metrics.neighbour_agreement(ref, ref, 2) == {"top1": 1.0, "recall_at_k": 1.0}
     # move point 2 to 55 degrees: its nearest becomes 3 (was 1); point 3's nearest becomes 2 (was 4);
     # the others keep theirs -> top-1 3/5. With k = 2: reference sets {1,2} {0,2} {1,0} {4,2} {3,2};
     # moved: 0 {1,2}, 1 {0,2}, 2 {3,4}, 3 {2,4}, 4 {3,2} -> overlaps 2, 2, 0, 2, 2 of 2 -> recall 0.8
-    emb = unit(np.array([0.0, 10, 55, 60, 70]))
+    emb = _unit(np.array([0.0, 10, 55, 60, 70]))
     got = metrics.neighbour_agreement(ref, emb, 2)
     assert got == {"top1": pytest.approx(3 / 5), "recall_at_k": pytest.approx(0.8)}
     with pytest.raises(ValueError, match="k=5"):
