@@ -1,5 +1,7 @@
 """LQER experiments on SmolLM2-135M-Instruct: perplexity of every method at W4 and W3, the rank
-sweep, and the singular-value spectra of E and diag(s) E (the paper's Fig. 1a).
+sweep, and the singular-value spectra of E and diag(s) E (the paper's Fig. 1a); and every method on
+a real float32 model, the all-MiniLM-L6-v2 sentence encoder (`lqer/minilm`: its embeddings and
+their similarity ranking against the float32 model's).
 
 SmolLM2's weights come from a Q4_1 GGUF, so the "full-precision" reference is itself the
 dequantized 4-bit model: every method here re-quantizes weights that already sit on a 4-bit grid
