@@ -40,7 +40,7 @@ from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer import metrics as lm
 from jaxml.compress.quantizers import quantize_array
 from jaxml.compress.lqer import activation_scale
-from jaxml.compress.lqer import Method, pad_lowrank, quantize_model, quantize_model_ranks
+from jaxml.compress.lqer import MXINT8, Method, pad_lowrank, quantize_model, quantize_model_ranks
 
 # The paper's numbers beside ours (WikiText-2 perplexity, xlsx of ChengZhang-98/lqer; see the README).
 PAPER_ORDER = ("LLaMA-2-7B W4A8: FP16 5.479, L2QER 5.69 (LQER-INT 5.852); OPT-1.3B ablation, FP16 14.63 < "
@@ -478,6 +478,8 @@ def _minilm_models(params, stats, config):
     W?A8 models have their factors zero-padded to the largest rank (MXINT gets zero factors): one
     compiled program for all of them (`pad_lowrank`: the same function)."""
     pad = max(config.ranks)
+    if config.activation_only:
+        yield "fp_a8", "FP weights, MXINT8 activations", pad_lowrank(params, pad), MXINT8, 32.0, 0.0
     for bits in config.bits:
         for name in config.methods:
             if name == "fp":
@@ -488,6 +490,9 @@ def _minilm_models(params, stats, config):
                 if report.act_format.kind != "none":
                     params_q = pad_lowrank(params_q, pad)
                 yield f"{name}_w{bits}", method.label, params_q, report.act_format, report.bits_per_weight, report.seconds
+                if name in config.weight_only:
+                    yield (f"{name}_w{bits}a16", f"{name.upper()} W{bits}A16", params_q, QuantFormat(),
+                           report.bits_per_weight, 0.0)
                 continue
             for rank, params_q, report in quantize_model_ranks(params, stats, method, tuple(config.ranks)):
                 params_q = pad_lowrank(params_q, pad)

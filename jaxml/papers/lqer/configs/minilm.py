@@ -6,7 +6,9 @@ Runbook:
 Variants: `:tiny` (MiniLM cut to 2 layers, 8 calibration and 16 evaluation sentences, MXINT and
 L2QER at W4 only: a smoke test), `:quick` (all 6 layers, 32 calibration and 128 evaluation sentences, FP/MXINT/LQER/
 L2QER at W4 and W3, k = 8 and 32), default (128 calibration and 512 evaluation sentences, every
-method at W4 and W3, LQER and L2QER at k = 8, 16, 32, 64, L2QER also weight-only).
+method at W4 and W3, LQER and L2QER at k = 8, 16, 32, 64, MXINT and L2QER also weight-only, and
+float32 weights with MXINT8 activations); `:split` (full scale, only FP, MXINT W?A8, MXINT W?A16
+and the A8-only row: which of weights and activations costs what).
 Calibration: sentences of Shakespeare's training plays; evaluation: sentences of the held-out Austen
 novel (Persuasion), disjoint documents. Metrics against the float32 model: mean cosine of the
 sentence embeddings, Spearman correlation of the pairwise similarities, top-1 and recall@10 of
@@ -18,7 +20,7 @@ from jaxml.core.config import by_scale, experiment_config
 
 
 def get_config(arg=None):
-    c, scale = experiment_config("lqer/minilm", arg)
+    c, scale = experiment_config("lqer/minilm", arg, split=False)
     c.scale = scale
     c.model_layers = by_scale(scale, tiny=2, quick=0, full=0)          # 0: all 6 layers
     c.calib_corpus, c.eval_corpus = "shakespeare", "austen"             # training plays / held-out novel
@@ -34,5 +36,9 @@ def get_config(arg=None):
     c.ranks = by_scale(scale, tiny=(8,), quick=(8, 32), full=(8, 16, 32, 64))
     c.rank = by_scale(scale, tiny=8, quick=32, full=32)                 # the table's rank (one of `ranks`)
     # methods also evaluated with float activations (W?A16; their weights and A, B as at W?A8)
-    c.weight_only = by_scale(scale, tiny=(), quick=(), full=("l2qer",))
+    c.weight_only = by_scale(scale, tiny=(), quick=(), full=("mxint", "l2qer"))
+    # a row with float32 weights and MXINT8 activations (what A8 alone costs)
+    c.activation_only = by_scale(scale, tiny=False, quick=False, full=True)
+    if c.split:    # `:split`: only the rows that separate the weight error from the activation error
+        c.methods, c.weight_only, c.activation_only = ("fp", "mxint"), ("mxint",), True
     return c
