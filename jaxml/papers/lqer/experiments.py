@@ -20,6 +20,7 @@ on a worker thread while the next one is quantized (`_Evaluator`).
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import json
 import pathlib
@@ -405,7 +406,6 @@ def _minilm_encoder():
 def load_minilm(model_layers: int = 0):
     """`(Bert model, params, tokenizer)`: all-MiniLM-L6-v2 in float32, or its first `model_layers`
     layers (a smoke-test model). The tokenizer truncates at 256 tokens and pads to multiples of 16."""
-    import dataclasses
     from jaxml.models.bert import Bert
     enc = _minilm_encoder()
     config, params = enc.config, enc.params
