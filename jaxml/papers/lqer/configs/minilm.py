@@ -12,8 +12,8 @@ and the A8-only row: which of weights and activations costs what).
 Calibration: sentences of Shakespeare's training plays; evaluation: sentences of the held-out Austen
 novel (Persuasion), disjoint documents. Metrics against the float32 model: mean cosine of the
 sentence embeddings, Spearman correlation of the pairwise similarities, top-1 and recall@10 of
-the nearest neighbours. Default on 2 CPU cores under a load average of 15-22 from other jobs: 38 min
-wall, 302 s user (`:split` 11.5 min, 61 s user); quick 1m39s wall, 41 s user (load about 9). W4A8 k=32 against float32: L2QER cosine 0.974,
+the nearest neighbours. Default on 2 CPU cores under a load average of about 8 from other jobs:
+11m51s wall, 237 s user; quick 1m39s wall, 41 s user (load about 9). W4A8 k=32 against float32: L2QER cosine 0.974,
 Spearman 0.981, top-1 0.756; LQER 0.954 / 0.969; MXINT 0.944 / 0.963; GPTQ W4A16 0.988 / 0.990.
 Tables: jaxml/papers/lqer/README.md ("MiniLM-L6"). The paper (LLaMA/OPT perplexity, not embeddings)
 calls W4A8 L2QER near-lossless (+1.3-3.9%).
