@@ -211,7 +211,7 @@ class Method:
     @property
     def label(self) -> str:
         if self.name == "fp":
-            return "FP (dequantized GGUF)"
+            return "FP"
         suffix = "A8" if self.act_format.kind != "none" else ""
         rank = f" k={self.rank}" if self.name in ("lqer", "l2qer") else ""
         return f"{self.name.upper()} W{self.w_bits}{suffix}{rank}"

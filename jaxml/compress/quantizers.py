@@ -5,7 +5,8 @@ identity (STE). Blocks and groups run along the *reduction* dimension of the mat
 enters: for a Flax kernel [in, out] that is axis 0, for activations [..., features] the last axis.
 
 * `mxint`: block floating point as the LQER code defines its "MXINT": per block of 16 a shared
-  exponent e = ceil(log2(max |x|)) (8-bit, bias 127, clamped to [-127, 128]); each element is
+  exponent e = ceil(log2(max |x|)) (8-bit, bias 127, clamped to [-127, 128]; taken exactly from the
+  float32 exponent and fraction bits, `ceil_log2`, not from a rounded log2); each element is
   sign * 2^e * m / 2^(w-1) with m = clamp(round(|x| / 2^e * 2^(w-1)), 0, 2^(w-1) - 1), w the width
   including the sign bit. The largest element of a block therefore saturates just below 2^e; zeros
   stay zero; an all-zero block borrows the smallest nonzero block maximum (as the reference does).
@@ -22,9 +23,38 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 EXPONENT_BIAS = 127
 EXPONENT_MIN, EXPONENT_MAX = -EXPONENT_BIAS, 2 ** 8 - 1 - EXPONENT_BIAS
+
+
+def ceil_log2(v: jax.Array) -> jax.Array:
+    """ceil(log2(v)) as int32 for float32 v > 0, exactly, from the bits: the unbiased exponent, plus
+    one unless the fraction is zero (v a power of 2). For a subnormal v it returns -126 (its values
+    are below MXINT's 1e-8 zero threshold, so the exponent does not matter).
+
+    The one implementation of MXINT's shared exponent (the library's `mxint`/`mxint_parts` and the
+    Pallas LQER kernel's in-kernel quantizer). XLA's float32 `ceil(log2(v))` is off by one at some
+    exact powers of two (2^-26 -> -25) and a few ulps above many (2^k (1 + 2^-23) -> k): no
+    rounding here, and only integer ops, so every backend (Mosaic, Triton) gives the same bits."""
+    bits = lax.bitcast_convert_type(jnp.asarray(v, jnp.float32), jnp.int32)
+    biased = lax.shift_right_logical(bits, jnp.int32(23)) & 0xFF
+    return biased - 127 + ((bits & 0x7FFFFF) != 0).astype(jnp.int32)
+
+
+def exp2_int(e: jax.Array) -> jax.Array:
+    """2.0 ** e for integer-valued e (int or float), built from the float32 exponent bits with int32
+    arithmetic (exact, no pow call): 0 below 2^-126 and inf above 2^127, as XLA's `2.0 ** e` gives
+    on CPU (subnormals flushed)."""
+    biased = jnp.clip(e.astype(jnp.int32) + 127, 0, 255)
+    return lax.bitcast_convert_type(lax.shift_left(biased, jnp.int32(23)), jnp.float32)
+
+
+def _shared_exponent(block_max: jax.Array) -> jax.Array:
+    """MXINT's shared exponent of blocks with maxima `block_max` (> 0), clamped to the 8-bit range,
+    as float32."""
+    return jnp.clip(ceil_log2(block_max), EXPONENT_MIN, EXPONENT_MAX).astype(jnp.float32)
 
 
 def _ste(x: jax.Array, q: jax.Array) -> jax.Array:
@@ -62,7 +92,7 @@ def mxint_parts(x: jax.Array, width: int, block: int = 16, axis: int = -1):
     block_max = jnp.max(jnp.abs(blocks), axis=-1)
     nonzero_min = jnp.min(jnp.where(block_max > 0, block_max, jnp.inf))
     block_max = jnp.where(block_max > 0, block_max, jnp.where(jnp.isfinite(nonzero_min), nonzero_min, 1.0))
-    exponent = jnp.clip(jnp.ceil(jnp.log2(block_max)), EXPONENT_MIN, EXPONENT_MAX)
+    exponent = _shared_exponent(block_max)
     mantissa_bits = width - 1
     shift = 2.0 ** mantissa_bits
     sign = jnp.sign(blocks + 1e-9)
@@ -91,7 +121,7 @@ def mxint(x: jax.Array, width: int, block: int = 16, axis: int = -1) -> jax.Arra
     blocks, padded_shape, n = _to_blocks(x.astype(jnp.float32), axis, block)
     magnitude = jnp.abs(blocks)
     block_max = jnp.max(magnitude, axis=-1, keepdims=True)
-    exponent = jnp.clip(jnp.ceil(jnp.log2(jnp.where(block_max > 0, block_max, 1.0))), EXPONENT_MIN, EXPONENT_MAX)
+    exponent = _shared_exponent(jnp.where(block_max > 0, block_max, 1.0))
     m = jnp.clip(jnp.round((magnitude + 1e-9) / 2.0 ** exponent * 2.0 ** (width - 1)), 0, 2 ** (width - 1) - 1)
     m = jnp.where(magnitude <= 1e-8, 0.0, m)      # values within 1e-8 of 0 stay exactly 0
     values = (jnp.sign(blocks + 1e-9) * m) * 2.0 ** (exponent - (width - 1))

@@ -127,3 +127,19 @@ def chapters(doc: Document) -> list[str]:
         raise ValueError(f"{doc.corpus}/{doc.doc_id} has no chapter headings")
     parts.append(current)
     return [unwrap("\n".join(p)) for p in parts]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+@functools.lru_cache(maxsize=8)
+def sentences(corpus: str, split: str = "test", split_seed: int = 0) -> tuple[str, ...]:
+    """The sentences of the `split` documents of a corpus under `split_documents(seed=split_seed)`:
+    each unwrapped paragraph cut after '.', '!', '?' or ';' (read once per process)."""
+    if split not in SPLIT_NAMES:
+        raise ValueError(f"split {split!r}; accepted: {SPLIT_NAMES}")
+    out = []
+    for doc in split_documents(load_corpus(corpus), seed=split_seed)[split]:
+        for paragraph in unwrap(doc.text).split("\n\n"):
+            out += [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
+    return tuple(out)

@@ -34,11 +34,11 @@ Two targets (`kernels.common.target_platform`), one tile arithmetic:
   exponents broadcast and block maxima taken through reshapes (Triton lowers them).
 
 Both compute the same values: 2^e from bits, the shared exponent ceil(log2(block max)) from the
-float32 exponent and fraction bits (exact; no log, so no device-dependent rounding), rounding
-half to even from `floor`. `mxint_rows` is `jaxml.compress.quantizers.mxint` along the last axis
-value for value, except where XLA's float32 log2 misrounds ceil(log2(v)) (v a few ulps above a
-power of two, or a handful of exact powers of two such as 2^-26): the library then takes the
-exponent one lower (or higher), this kernel the exact one (see the tests).
+float32 exponent and fraction bits (exact; no log, so no device-dependent rounding; `ceil_log2`
+and `exp2_int` are the library's, `jaxml.compress.quantizers`), rounding half to even from
+`floor`. `mxint_rows` is `jaxml.compress.quantizers.mxint` along the last axis value for value,
+powers of two and their neighbours included (the library used XLA's float32 log2 until it took
+this exact exponent; see the tests).
 
 The layout (`lqer_matmul_pallas`): x [M, K], mantissa int8 [K, N], exponent int8 [K / weight_block,
 N], a [K, r], b [r, N], bias [1, N], every dimension a multiple of its block and r of the target's
@@ -66,7 +66,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from jaxml.compress.quantizers import EXPONENT_MAX, EXPONENT_MIN
+from jaxml.compress.quantizers import EXPONENT_MAX, EXPONENT_MIN, ceil_log2, exp2_int
 from kernels.common import (TPU_LANES, TPU_SUBLANES, check_divisible, check_target, check_tpu_block,
                             compiler_params, target_platform)
 
@@ -201,23 +201,6 @@ def _round_half_even(v):
     return whole + jnp.where((frac > 0.5) | ((frac == 0.5) & odd), 1.0, 0.0)
 
 
-def exp2_int(e: jax.Array) -> jax.Array:
-    """2.0 ** e for integer-valued e (int or float), built from the float32 exponent bits with int32
-    arithmetic (exact, no pow call): 0 below 2^-126 and inf above 2^127, as XLA's `2.0 ** e` gives
-    on CPU (subnormals flushed)."""
-    biased = jnp.clip(e.astype(jnp.int32) + 127, 0, 255)
-    return lax.bitcast_convert_type(lax.shift_left(biased, jnp.int32(23)), jnp.float32)
-
-
-def ceil_log2(v: jax.Array) -> jax.Array:
-    """ceil(log2(v)) as int32 for float32 v > 0, exactly, from the bits: the unbiased exponent, plus
-    one unless the fraction is zero (v a power of 2). For a subnormal v it returns -126 (its values
-    are below MXINT's 1e-8 zero threshold, so the exponent does not matter)."""
-    bits = lax.bitcast_convert_type(v, jnp.int32)
-    biased = lax.shift_right_logical(bits, jnp.int32(23)) & 0xFF
-    return biased - 127 + ((bits & 0x7FFFFF) != 0).astype(jnp.int32)
-
-
 def _block_max_lanes(v: jax.Array, block: int, target: str) -> jax.Array:
     """For v [rows, n] (n a multiple of `block`), each element replaced by the maximum of its aligned
     block of `block` lanes. 'tpu': a butterfly of lane rotations (no reshape of the tiled dims):
@@ -242,8 +225,8 @@ def _block_max_lanes(v: jax.Array, block: int, target: str) -> jax.Array:
 
 def mxint_rows(x: jax.Array, width: int, block: int, target: str = "interpret") -> jax.Array:
     """`jaxml.compress.quantizers.mxint(x, width, block, axis=-1)` of a float32 tile [rows, n]
-    (n a multiple of `block`): the shared exponent ceil(log2(block max)) (exact, from the bits; see
-    the module docstring for where XLA's log2 differs) clamped to the 8-bit range, sign-magnitude
+    (n a multiple of `block`): the shared exponent ceil(log2(block max)) (exact, from the bits:
+    `ceil_log2`, the library's) clamped to the 8-bit range, sign-magnitude
     mantissas rounded half to even and saturated at 2^(width-1) - 1, zeros (|x| <= 1e-8) kept zero.
     An all-zero block takes exponent 0 here (the library borrows the smallest nonzero block
     maximum); its values are 0 either way. Every op is elementwise on [rows, n] but the block max

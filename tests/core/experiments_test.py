@@ -67,6 +67,10 @@ EXPECTED = {
     # one compiled inference program serves every forced pattern, and each pattern takes a positive time
     "avtrack/skipping": lambda r: (r.metrics["ours/compilations"] <= 1
                                    and all(v > 0 for k, v in r.metrics.items() if "_blocks" in k)),
+    # MiniLM cut to 2 layers, W4: the float32 model agrees with itself exactly; quantized embeddings stay close
+    # (measured cosine 0.990 MXINT, 0.993 L2QER k=8) but not identical
+    "lqer/minilm": lambda r: (abs(r.metrics["fp/spearman"] - 1.0) < 1e-12 and r.metrics["fp/top1"] == 1.0
+                              and all(0.9 < r.metrics[f"{k}/cosine"] < 1.0 for k in ("mxint_w4", "l2qer_w4_k8"))),
     # 20 steps of batch 32 on 512 images: well above the 10% of guessing, far from converged.
     "examples/fashion_mnist_cnn": lambda r: 0.2 < r.metrics["test_accuracy"] < 0.9,
     # 64 agents: all epistemic agents go to the cue first; pragmatic ones pick it about half the time (with

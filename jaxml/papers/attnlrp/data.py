@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
 
 import numpy as np
 
 from jaxml.data import text
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
-
-@functools.lru_cache(maxsize=8)
 def held_out_sentences(corpus: str, split_seed: int = 0) -> tuple[str, ...]:
     """Sentences of the `test` documents of a corpus under `text.split_documents(seed)` (read once per
-    process)."""
-    docs = text.split_documents(text.load_corpus(corpus), seed=split_seed)["test"]
-    sentences = []
-    for doc in docs:
-        body = text.unwrap(doc.text)
-        for paragraph in body.split("\n\n"):
-            sentences += [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
-    return tuple(sentences)
+    process; `text.sentences`)."""
+    return text.sentences(corpus, "test", split_seed)
 
 
 @dataclasses.dataclass(frozen=True)

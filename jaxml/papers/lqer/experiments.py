@@ -1,5 +1,7 @@
 """LQER experiments on SmolLM2-135M-Instruct: perplexity of every method at W4 and W3, the rank
-sweep, and the singular-value spectra of E and diag(s) E (the paper's Fig. 1a).
+sweep, and the singular-value spectra of E and diag(s) E (the paper's Fig. 1a); and every method on
+a real float32 model, the all-MiniLM-L6-v2 sentence encoder (`lqer/minilm`: its embeddings and
+their similarity ranking against the float32 model's).
 
 SmolLM2's weights come from a Q4_1 GGUF, so the "full-precision" reference is itself the
 dequantized 4-bit model: every method here re-quantizes weights that already sit on a 4-bit grid
@@ -18,11 +20,13 @@ on a worker thread while the next one is quantized (`_Evaluator`).
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import json
 import pathlib
 import time
 
+import jax
 import numpy as np
 
 from jaxml import progress
@@ -37,7 +41,7 @@ from jaxml.llm.generate import perplexity
 from jaxml.papers.lqer import metrics as lm
 from jaxml.compress.quantizers import quantize_array
 from jaxml.compress.lqer import activation_scale
-from jaxml.compress.lqer import Method, pad_lowrank, quantize_model, quantize_model_ranks
+from jaxml.compress.lqer import MXINT8, Method, pad_lowrank, quantize_model, quantize_model_ranks
 
 # The paper's numbers beside ours (WikiText-2 perplexity, xlsx of ChengZhang-98/lqer; see the README).
 PAPER_ORDER = ("LLaMA-2-7B W4A8: FP16 5.479, L2QER 5.69 (LQER-INT 5.852); OPT-1.3B ablation, FP16 14.63 < "
@@ -45,6 +49,7 @@ PAPER_ORDER = ("LLaMA-2-7B W4A8: FP16 5.479, L2QER 5.69 (LQER-INT 5.852); OPT-1.
 PAPER_LOSSLESS = "LLaMA-2-7B: 5.69 vs FP16 5.479 (+3.9%); LLaMA-7B +3.9%, OPT-6.7B +1.3%, Mistral-7B +3.6%"
 PAPER_W3_ADVANTAGE = "OPT-1.3B: LQER +1.7% above L2QER at W4 (15.28 vs 15.02), +54% at W3 (25.88 vs 16.84)"
 PAPER_RANK = "LLaMA-30B W4A8: 4.256 at k=32, 4.255 at k=64; 2-bit needs k=256-512"
+FP_LABEL = "FP (dequantized Q4_1 GGUF)"   # SmolLM2's "full precision": the 4-bit GGUF's weights in float
 LOSSLESS_GAP = 0.04    # the paper's W4A8 L2QER is within 4% of FP16 on all 11 models of its table (LLaMA-7B: +3.95%)
 
 
@@ -252,7 +257,8 @@ def perplexity_table(config, workdir) -> Result:
         m[f"ppl_{key}"] = ppls[key]
         m[f"bits_{key}"] = report.bits_per_weight
         m[f"weight_error_{key}"] = float(np.mean(list(report.errors.values())))
-        rows.append({"method": report.method.label, "key": key, "bits_per_weight": report.bits_per_weight,
+        label = FP_LABEL if key == "fp" else report.method.label
+        rows.append({"method": label, "key": key, "bits_per_weight": report.bits_per_weight,
                      "perplexity": ppls[key], "mean_relative_weight_error": m[f"weight_error_{key}"]})
     for bits in config.bits:
         if all(f"ppl_{k}" in m for k in ("fp", f"l2qer_w{bits}", f"lqer_w{bits}", f"mxint_w{bits}")):
@@ -376,6 +382,213 @@ def _plot_spectra(path, curves, bits) -> str:
         ax.set(title=name, xlabel="index", ylabel="normalised singular value")
         ax.legend(fontsize=7)
     fig.suptitle(f"Singular values of the MXINT{bits} quantization error")
+    return save_figure(fig, path)
+
+
+# --- MiniLM-L6: a real float32 model ----------------------------------------------------------------
+# SmolLM2's "full precision" is a dequantized 4-bit GGUF; all-MiniLM-L6-v2 ships float32 safetensors.
+# Its job is semantic similarity, so the metrics are the sentence embeddings' agreement with the
+# float32 model's: mean cosine, the Spearman correlation of all pairwise similarities, and whether
+# nearest-neighbour search finds the same sentences (top-1, recall@k).
+
+PAPER_MINILM = ("no embedding model in the paper; on its LLMs W4A8 L2QER is within +1.3-3.9% of FP16 perplexity "
+                "(LLaMA-2-7B 5.69 vs 5.479) and below plain MXINT and LQER (OPT-1.3B ablation)")
+NEAR_LOSSLESS_SPEARMAN = 0.99   # our reading of "near-lossless" for a similarity ranking (the paper has none)
+MINILM_METRICS = ("cosine", "spearman", "top1", "recall")
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm_encoder():
+    from jaxml.models.bert import SentenceEncoder
+    return SentenceEncoder.load()
+
+
+def load_minilm(model_layers: int = 0):
+    """`(Bert model, params, tokenizer)`: all-MiniLM-L6-v2 in float32, or its first `model_layers`
+    layers (a smoke-test model). The tokenizer truncates at 256 tokens and pads to multiples of 16."""
+    from jaxml.models.bert import Bert
+    enc = _minilm_encoder()
+    config, params = enc.config, enc.params
+    if 0 < model_layers < config.num_hidden_layers:
+        config = dataclasses.replace(config, num_hidden_layers=model_layers)
+        params = {k: v for k, v in params.items()
+                  if not (k.startswith("layers_") and int(k.removeprefix("layers_")) >= model_layers)}
+    return Bert(config), params, enc.tokenizer
+
+
+def minilm_sentences(corpus: str, split: str, n: int, config) -> list[str]:
+    """`n` distinct sentences of `config.min_words` to `config.max_words` words from a corpus split,
+    drawn with `config.seed`, in corpus order."""
+    pool = list(dict.fromkeys(s for s in text.sentences(corpus, split)
+                              if config.min_words <= len(s.split()) <= config.max_words))
+    if len(pool) < n:
+        raise ValueError(f"{corpus}/{split}: {len(pool)} sentences of {config.min_words}-{config.max_words} words, "
+                         f"fewer than {n}")
+    idx = np.sort(np.random.default_rng(config.seed).choice(len(pool), size=n, replace=False))
+    return [pool[i] for i in idx]
+
+
+def sentence_batches(tokenizer, sentences: list[str], batch: int, max_tokens: int, bucket: int = 16):
+    """`[(rows, ids, mask)]`: the sentences tokenized (cut to `max_tokens` with the final [SEP] kept),
+    sorted by length, in batches of `batch` rows (all-padding rows fill the last) padded to a multiple
+    of `bucket` tokens; `rows` are the indices into `sentences`. Every model sees the same padding."""
+    encoded = []
+    for e in tokenizer.encode_batch(sentences):
+        ids = [i for i, m in zip(e.ids, e.attention_mask) if m]
+        encoded.append(ids if len(ids) <= max_tokens else ids[:max_tokens - 1] + ids[-1:])
+    order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
+    out = []
+    for start in range(0, len(order), batch):
+        rows = order[start:start + batch]
+        length = -(-max(len(encoded[i]) for i in rows) // bucket) * bucket
+        ids, mask = np.zeros((batch, length), np.int32), np.zeros((batch, length), np.int32)
+        for r, i in enumerate(rows):
+            ids[r, :len(encoded[i])], mask[r, :len(encoded[i])] = encoded[i], 1
+        out.append((np.asarray(rows), ids, mask))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _embedder(bert_config, act: QuantFormat):
+    from jaxml.models.bert import Bert, l2_normalize, mean_pool
+    quantized = Bert(bert_config, ops=quantized_ops(act))
+    return jax.jit(lambda p, ids, mask: l2_normalize(mean_pool(quantized.apply({"params": p}, ids, mask), mask)))
+
+
+def embed(model, params, act: QuantFormat, batches, n: int) -> np.ndarray:
+    """float32 [n, hidden] unit-norm sentence embeddings (mean pooling, L2 normalisation) of the
+    model with `params` and activation format `act`, from `sentence_batches`."""
+    fn = _embedder(model.config, act)
+    out = np.zeros((n, model.config.hidden_size), np.float32)
+    for rows, ids, mask in batches:
+        out[rows] = np.asarray(fn(params, ids, mask))[:len(rows)]
+    return out
+
+
+def embedding_fidelity(reference: np.ndarray, embeddings: np.ndarray, k: int) -> dict[str, float]:
+    """The four MiniLM metrics of `embeddings` against the float32 `reference`."""
+    agreement = lm.neighbour_agreement(reference, embeddings, k)
+    return {"cosine": lm.mean_cosine(reference, embeddings),
+            "spearman": lm.similarity_spearman(reference, embeddings),
+            "top1": agreement["top1"], "recall": agreement["recall_at_k"]}
+
+
+def _minilm_models(params, stats, config):
+    """Yields `(key, label, params_q, act, bits per weight, seconds)` for every model of the table.
+    W?A8 models have their factors zero-padded to the largest rank (MXINT gets zero factors): one
+    compiled program for all of them (`pad_lowrank`: the same function)."""
+    pad = max(config.ranks)
+    if config.activation_only:
+        yield "fp_a8", "FP weights, MXINT8 activations", pad_lowrank(params, pad), MXINT8, 32.0, 0.0
+    for bits in config.bits:
+        for name in config.methods:
+            if name == "fp":
+                continue
+            method = Method(name, w_bits=bits)
+            if not method.lowrank:
+                params_q, report = quantize_model(params, stats, method)
+                if report.act_format.kind != "none":
+                    params_q = pad_lowrank(params_q, pad)
+                yield f"{name}_w{bits}", method.label, params_q, report.act_format, report.bits_per_weight, report.seconds
+                if name in config.weight_only:
+                    yield (f"{name}_w{bits}a16", f"{name.upper()} W{bits}A16", params_q, QuantFormat(),
+                           report.bits_per_weight, 0.0)
+                continue
+            for rank, params_q, report in quantize_model_ranks(params, stats, method, tuple(config.ranks)):
+                params_q = pad_lowrank(params_q, pad)
+                key = f"{name}_w{bits}_k{rank}"
+                yield key, report.method.label, params_q, report.act_format, report.bits_per_weight, report.seconds
+                if name in config.weight_only:
+                    yield (f"{name}_w{bits}a16_k{rank}", f"{name.upper()} W{bits}A16 k={rank}", params_q,
+                           QuantFormat(), report.bits_per_weight, 0.0)
+
+
+def minilm_claims(m: dict[str, float], config) -> list[Claim]:
+    """The MiniLM table's claims from its metrics `<key>/<metric>`."""
+    comparable = config.scale != "tiny"
+    k, claims = config.rank, []
+    rows = {b: [m.get(f"{n}/spearman") for n in (f"l2qer_w{b}_k{k}", f"lqer_w{b}_k{k}", f"mxint_w{b}")]
+            for b in config.bits}
+    rows = {b: v for b, v in rows.items() if None not in v}
+    setting = (f"all-MiniLM-L6-v2{'' if comparable else f' cut to {config.model_layers} layers'}, "
+               f"{config.eval_sentences} held-out Austen sentences")
+    if rows:
+        # the paper's ordering on 1 - Spearman (0 for the float32 model itself)
+        holds = all(lm.paper_order(0.0, *(1.0 - v for v in vals)) for vals in rows.values())
+        ours = "; ".join(f"W{b}A8 k={k}: L2QER {v[0]:.4f}, LQER {v[1]:.4f}, MXINT {v[2]:.4f}" for b, v in rows.items())
+        claims.append(Claim(
+            text="On a float32 encoder the paper's ordering holds for the similarity ranking: "
+                 "float32 > L2QER >= LQER > plain MXINT (Spearman of the pairwise similarities with float32's)",
+            ours=f"{ours} ({setting})", paper=PAPER_MINILM, verdict=verdict(holds if comparable else None)))
+    key = f"l2qer_w4_k{k}"
+    if f"{key}/spearman" in m:
+        sp, cos, top1 = m[f"{key}/spearman"], m[f"{key}/cosine"], m[f"{key}/top1"]
+        claims.append(Claim(
+            text=f"W4A8 L2QER is near-lossless on a float32 model (our criterion: Spearman of the pairwise "
+                 f"similarities >= {NEAR_LOSSLESS_SPEARMAN})",
+            ours=f"k={k}: Spearman {sp:.4f}, mean cosine {cos:.4f}, top-1 neighbour agreement {top1:.3f} ({setting})",
+            paper=PAPER_LOSSLESS, verdict=verdict(sp >= NEAR_LOSSLESS_SPEARMAN if comparable else None)))
+    sweeps = {(n, b): [m.get(f"mxint_w{b}/spearman")] + [m.get(f"{n}_w{b}_k{r}/spearman") for r in config.ranks]
+              for n in ("lqer", "l2qer") for b in config.bits if n in config.methods}
+    sweeps = {nb: v for nb, v in sweeps.items() if None not in v}
+    if sweeps:
+        holds = all(lm.strictly_decreasing([1.0 - x for x in v]) for v in sweeps.values())
+        ours = "; ".join(f"{n.upper()} W{b}A8 " + ", ".join(f"k={r}: {x:.4f}" for r, x in zip((0, *config.ranks), v))
+                         for (n, b), v in sweeps.items())
+        claims.append(Claim(text="The similarity ranking improves with the rank k of the error reconstruction",
+                            ours=f"Spearman {ours}", paper=PAPER_RANK, verdict=verdict(holds if comparable else None)))
+    return claims
+
+
+@registry.experiment("lqer/minilm")
+def minilm(config, workdir) -> Result:
+    """Sentence-embedding fidelity of every method on all-MiniLM-L6-v2 (float32 weights)."""
+    workdir = make_workdir(workdir)
+    t_start = time.perf_counter()
+    model, params, tok = load_minilm(config.model_layers)
+    calib = sentence_batches(tok, minilm_sentences(config.calib_corpus, "train", config.calib_sentences, config),
+                             config.batch, config.max_tokens)
+    sentences = minilm_sentences(config.eval_corpus, "test", config.eval_sentences, config)
+    batches = sentence_batches(tok, sentences, config.batch, config.max_tokens)
+    n = len(sentences)
+    reference = embed(model, params, QuantFormat(), batches, n)
+    t0 = time.perf_counter()
+    stats = calibration.calibrate(model, params, [((ids, mask), {}) for _, ids, mask in calib],
+                                  hessian=any(x in ("gptq", "awq") for x in config.methods),
+                                  token_mask=lambda args, kwargs: np.asarray(args[1]) > 0)
+    progress.log(f"minilm: calibration on {config.calib_sentences} sentences ({sum(int(b[2].sum()) for b in calib)} "
+                 f"tokens), {len(stats)} layers, {time.perf_counter() - t0:.1f}s")
+    m: dict[str, float] = {f"fp/{x}": v for x, v in embedding_fidelity(reference, reference, config.k).items()}
+    m["fp/bits"] = 32.0
+    rows = [{"key": "fp", "method": "FP (float32)", "bits_per_weight": 32.0, **{x: m[f"fp/{x}"] for x in MINILM_METRICS}}]
+    for key, label, params_q, act, bpw, seconds in _minilm_models(params, stats, config):
+        t1 = time.perf_counter()
+        fid = embedding_fidelity(reference, embed(model, params_q, act, batches, n), config.k)
+        m.update({f"{key}/{x}": v for x, v in fid.items()})
+        m[f"{key}/bits"] = bpw
+        rows.append({"key": key, "method": label, "bits_per_weight": bpw, **fid})
+        progress.log(f"minilm {label}: {bpw:.2f} bits/weight, cosine {fid['cosine']:.4f}, Spearman "
+                     f"{fid['spearman']:.4f}, top-1 {fid['top1']:.3f}, recall@{config.k} {fid['recall']:.3f} "
+                     f"(quantized {seconds:.1f}s, evaluated {time.perf_counter() - t1:.1f}s)")
+    (workdir / "minilm_table.json").write_text(json.dumps(rows, indent=1))
+    m["seconds"] = time.perf_counter() - t_start
+    headline = f"l2qer_w{config.bits[0]}_k{config.rank}/spearman"
+    return Result(metrics=m, headline=headline if headline in m else "fp/spearman",
+                  figures=[_plot_minilm(workdir / "lqer_minilm.png", rows, config.k)],
+                  claims=minilm_claims(m, config),
+                  notes=(f"all-MiniLM-L6-v2 (float32 safetensors){'' if not config.model_layers else f' cut to {config.model_layers} layers'}; "
+                         f"every Linear of the encoder quantized (embeddings in float); calibration on "
+                         f"{config.calib_sentences} sentences of Shakespeare's training plays, evaluation on {n} "
+                         f"sentences of the held-out Austen novel ({config.min_words}-{config.max_words} words, at most "
+                         f"{config.max_tokens} tokens); recall@{config.k} and top-1 over every sentence as a query."))
+
+
+def _plot_minilm(path, rows, k) -> str:
+    fig, ax = pyplot().subplots(figsize=(8, 0.25 * len(rows) + 1.2))
+    ax.barh([r["method"] for r in rows], [1.0 - r["spearman"] for r in rows])
+    ax.set(xscale="symlog", xlabel="1 - Spearman of pairwise similarities with float32 (lower is better)",
+           title=f"all-MiniLM-L6-v2: similarity ranking after quantization (recall@{k} in the JSON)")
+    ax.invert_yaxis()
     return save_figure(fig, path)
 
 

@@ -20,9 +20,10 @@ Measured on CPU (jax 0.10.2): max error 0 (bit-identical) in every MXINT case, i
 interpreters (asserted for the TPU interpreter's "exact" cases), 3e-7 with x_format 'none'
 (arbitrary float32 inputs); the tiny Llama's logits are bit-identical too.
 
-The kernel's Q_x takes the shared exponent ceil(log2(block max)) from the float32 bits, exactly;
-the library's `mxint` uses XLA's log2, which is off by one a few ulps above some powers of two
-(`test_shared_exponent_is_exact_at_powers_of_two`). Random data essentially never lands there.
+The kernel's Q_x and the library's `mxint` take the shared exponent ceil(log2(block max)) from
+the float32 bits, exactly, with one function (`jaxml.compress.quantizers.ceil_log2`; XLA's log2,
+which the library used before, is off by one at and a few ulps above some powers of two:
+`test_shared_exponent_is_exact_at_powers_of_two`).
 """
 
 from __future__ import annotations
@@ -309,8 +310,8 @@ def test_in_kernel_quantizer_equals_library_mxint(target):
 def test_shared_exponent_is_exact_at_powers_of_two():
     """ceil(log2(v)) from the bits is exact for every normal float32 exponent, at powers of two and
     a few ulps above them, where XLA's float32 log2 is off by one (e.g. ceil(log2(2^-26)) = -25, and
-    2^k (1 + 2^-23) -> k for many k): the kernel's Q_x follows the exact rule there (float64 NumPy
-    reference), the library's `mxint` the rounded log2. Elsewhere they agree (tests above)."""
+    2^k (1 + 2^-23) -> k for many k): the kernel's Q_x and the library's `mxint` both follow the
+    exact rule there (float64 NumPy reference)."""
     bits = (np.arange(1, 255, dtype=np.uint32)[:, None] << 23 | np.arange(9, dtype=np.uint32)[None, :]).ravel()
     v = bits.view(np.float32)
     mantissa, exponent = np.frexp(v.astype(np.float64))  # v = mantissa 2^exponent, mantissa in [0.5, 1)
@@ -322,6 +323,7 @@ def test_shared_exponent_is_exact_at_powers_of_two():
     for target in ("interpret", "tpu"):
         got = jax.jit(lqer_pallas.mxint_rows, static_argnums=(1, 2, 3))(jnp.asarray(rows), 8, 16, target)
         np.testing.assert_array_equal(got, mxint_numpy_reference(rows, 8, 16).astype(np.float32))
+    np.testing.assert_array_equal(_mxint(jnp.asarray(rows), 8, 16, -1), got)
 
 
 def test_xla_implementation_is_lqers_compute_pattern_written_out():

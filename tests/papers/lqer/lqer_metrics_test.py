@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from jaxml.core.experiment import DOES_NOT_HOLD, HOLDS, NOT_COMPARABLE
 from jaxml.papers.lqer import metrics
@@ -95,3 +96,56 @@ def test_order_claims_verdicts():
     m = {k: v for k, v in _table(39.76, (44.48, 50.50, 53.28), (65.36, 150.46, 192.91)).items() if "w4" not in k}
     claims = order_claims(m, (3,), True, "s")
     assert len(claims) == 1 and claims[0].verdict == HOLDS and "W4A8" not in claims[0].ours
+
+
+# --- MiniLM: sentence embeddings against the float32 model's ---------------------------------------
+
+def _unit(degrees: np.ndarray) -> np.ndarray:
+    """Unit vectors in the plane at these angles (their cosines are the cosines of the angle differences)."""
+    return np.stack([np.cos(np.radians(degrees)), np.sin(np.radians(degrees))], 1)
+
+
+def test_mean_cosine():
+    ref = np.array([[1.0, 0.0], [0.0, 2.0]])
+    # row 0: cos 45 deg = 1/sqrt 2; row 1: the same direction, another length -> 1
+    emb = np.array([[1.0, 1.0], [0.0, 0.5]])
+    assert metrics.mean_cosine(ref, emb) == pytest.approx((2 ** -0.5 + 1.0) / 2)
+    assert metrics.mean_cosine(ref, -ref) == -1.0
+    with pytest.raises(ValueError, match="all zero"):
+        metrics.mean_cosine(ref, np.array([[1.0, 0.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="same shape"):
+        metrics.mean_cosine(ref, ref[:1])
+
+
+def test_similarity_spearman():
+    # four unit vectors at angles 0, 10, 30, 100 degrees: the six pairwise cosines (pairs 01 02 03 12 13 23)
+    # are cos 10, 30, 100, 20, 90, 70 degrees -> ranks 6 4 1 5 2 3. At 0, 10, 30, 30 (the last two rows
+    # equal, so their cosines tie exactly): cos 10, 30, 30, 20, 20, 0 -> ranks 5 1.5 1.5 3.5 3.5 6. Pearson
+    # of the rank vectors by hand: centred (2.5 .5 -2.5 1.5 -1.5 -.5) and (1.5 -2 -2 0 0 2.5), products
+    # 3.75 - 1 + 5 - 1.25 = 6.5, squares 17.5 and 16.5 -> 6.5 / sqrt(17.5 * 16.5)
+    ref, emb = _unit(np.array([0.0, 10, 30, 100])), _unit(np.array([0.0, 10, 30, 30]))
+    assert metrics.similarity_spearman(ref, emb) == pytest.approx(6.5 / np.sqrt(17.5 * 16.5), rel=1e-12)
+    assert metrics.similarity_spearman(ref, 3.0 * ref) == pytest.approx(1.0)   # only directions count
+    # against scipy.stats.spearmanr of the upper-triangle similarities on random embeddings
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(20, 8))
+    emb = ref + 0.3 * rng.normal(size=ref.shape)
+    i, j = np.triu_indices(20, 1)
+    cos = lambda x: (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T  # noqa: E731
+    expected = scipy.stats.spearmanr(cos(ref)[i, j], cos(emb)[i, j]).statistic
+    assert metrics.similarity_spearman(ref, emb) == pytest.approx(expected, rel=1e-12)
+
+
+def test_neighbour_agreement():
+    # five directions at 0, 10, 22, 60, 70 degrees: the reference's nearest neighbours are 0->1, 1->0,
+    # 2->1, 3->4, 4->3
+    ref = _unit(np.array([0.0, 10, 22, 60, 70]))
+    assert metrics.neighbour_agreement(ref, ref, 2) == {"top1": 1.0, "recall_at_k": 1.0}
+    # move point 2 to 55 degrees: its nearest becomes 3 (was 1); point 3's nearest becomes 2 (was 4);
+    # the others keep theirs -> top-1 3/5. With k = 2: reference sets {1,2} {0,2} {1,0} {4,2} {3,2};
+    # moved: 0 {1,2}, 1 {0,2}, 2 {3,4}, 3 {2,4}, 4 {3,2} -> overlaps 2, 2, 0, 2, 2 of 2 -> recall 0.8
+    emb = _unit(np.array([0.0, 10, 55, 60, 70]))
+    got = metrics.neighbour_agreement(ref, emb, 2)
+    assert got == {"top1": pytest.approx(3 / 5), "recall_at_k": pytest.approx(0.8)}
+    with pytest.raises(ValueError, match="k=5"):
+        metrics.neighbour_agreement(ref, emb, 5)

@@ -4,7 +4,7 @@ Runbook:
     python scripts/run.py --config=jaxml/papers/lqer/configs/perplexity.py --workdir=/tmp/lqer_ppl
 Variants: `:tiny` (SmolLM2 truncated to 2 decoder layers, 63 tokens: a smoke test), `:quick` (511
 tokens, FP/MXINT/LQER/L2QER at W4 and W3), default (two chapters, every method at W4 and W3).
-Default on 2 CPU cores: 18.5 min; W4A8 perplexity FP 39.76, L2QER 44.43, LQER 50.49, MXINT 53.28
+Default on 2 CPU cores: 18.5 min; W4A8 perplexity FP (the dequantized Q4_1 GGUF) 39.76, L2QER 44.43, LQER 50.49, MXINT 53.28
 (the paper, LLaMA-2-7B on WikiText-2: FP16 5.479, L2QER 5.69). Numbers: jaxml/papers/lqer/README.md.
 """
 
