@@ -228,6 +228,24 @@ rule lines_intersect [transfer]: forall (a b c d : Point) (L M N : Line),
   on_line(a, L) and on_line(b, L) and on_line(b, M) and on_line(c, M) and on_line(c, N) and on_line(d, N) and b != c
   and same_side(a, d, M) and angle(a, b, c) + angle(b, c, d) < 2 * right =>
   exists (e : Point), on_line(e, L) and on_line(e, N) and same_side(e, a, M)
+# ---- Parallelogram areas (LeanEuclid's Transfer.lean, "not in [Avigad et al., 2009]"; rectangle_area is
+# "required by Proposition 47"), applied explicitly. The premises are LeanEuclid's formParallelogram: a, b on
+# AB; c, d on CD; a, c on AC; b, d on BD; b != d; a, c on one side of BD; AB, CD and AC, BD do not meet.
+rule parallelogram_area [transfer]: forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) =>
+  area(a, c, d) + area(a, d, b) = area(b, a, c) + area(b, c, d)
+rule sum_parallelograms_area [transfer]: forall (a b c d e f : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) and between(a, e, b) and between(c, f, d) =>
+  area(a, c, f) + area(a, f, e) + area(e, f, d) + area(e, d, b) = area(a, c, d) + area(a, d, b)
+rule rectangle_area [transfer]: forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) and angle(a, c, d) = right =>
+  area(a, c, d) + area(a, b, d) = |a b| * |a c| and area(b, a, c) + area(b, d, c) = |a b| * |a c|
 # ---- Metric with six points (applied explicitly)
 rule area_congruence [metric]: forall (a b c d e f : Point),
   |a b| = |d e| and |b c| = |e f| and |c a| = |f d| and angle(a, b, c) = angle(d, e, f)
