@@ -529,14 +529,44 @@ theorem I.29 "A straight line falling on parallel straight lines makes the alter
   and on_line(e, N) and on_line(f, N) and on_line(g, N) and between(g, e, f) and d != f
   and opposite_sides(a, d, N) and parallel(L, M) =>
   angle(a, e, f) = angle(e, f, d) and angle(g, e, b) = angle(e, f, d) and angle(b, e, f) + angle(e, f, d) = 2 * right
+proof
+  apply I.13(f, e, a, b, L)
+  apply I.15(a, b, g, f, e, L, N)
+  obtain x by extend(d, f, M)
+  apply I.13(e, f, d, x, M)
+  cases
+  case angle(e, f, d) < angle(a, e, f):
+    obtain p by lines_intersect(b, e, f, d, L, N, M)
+  case angle(a, e, f) < angle(e, f, d):
+    obtain p by lines_intersect(a, e, f, x, L, N, M)
+  case angle(a, e, f) = angle(e, f, d):
+  end
+qed
 
 theorem I.30 "Straight lines parallel to the same straight line are also parallel to one another.":
   forall (L M N : Line), parallel(L, N) and parallel(M, N) and L != M =>
   parallel(L, M)
+proof
+  cases
+  case not lines_meet(L, M):
+  case lines_meet(L, M):
+    obtain p by intersection_lines(L, M)
+  end
+qed
 
 theorem I.31 "Through a given point to draw a straight line parallel to a given straight line.":
   forall (a : Point) (L : Line), not on_line(a, L) =>
   exists (M : Line), on_line(a, M) and parallel(M, L)
+proof
+  obtain b by point_on_line(L)
+  obtain AB by line(a, b)
+  obtain γ by circle(b, a)
+  obtain c c2 by intersection_circle_line(γ, L)
+  obtain p by point_opposite_side(c, AB)
+  obtain f by lemma_I23(a, b, a, b, c, p, AB)
+  obtain M by line(a, f)
+  apply I.27(f, c, a, b, M, L, AB)
+qed
 
 theorem I.32 "In any triangle, if one of the sides be produced, the exterior angle is equal to the two interior and opposite angles, and the three interior angles of the triangle are equal to two right angles.":
   forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
