@@ -596,6 +596,20 @@ class Verdict:
         return self.status == "proved"
 
 
+_KEYS_CACHE: dict = {}
+
+
+def _cached(key: tuple, compute):
+    """The instance keys (or their bound) of a context state, computed once: the queries of a proof share
+    their objects and incidences, and enumerating the instances in Python dominated their time. A pure
+    function of `key`; the cache holds the 64 latest states."""
+    if key not in _KEYS_CACHE:
+        if len(_KEYS_CACHE) >= 64:
+            _KEYS_CACHE.pop(next(iter(_KEYS_CACHE)))
+        _KEYS_CACHE[key] = compute()
+    return _KEYS_CACHE[key]
+
+
 # Per-query bounds. Book I: statements need at most 280,431 ground instances by `instance_bound` (I.43;
 # 63,225 built), proofs at most 361,612 (lemma_I16; 244,248 built by the end of I.23's proof), and z3
 # holds about 250 MB after the largest proofs.
@@ -678,8 +692,13 @@ class Context:
         return _known_incidences([f for _, f in self.facts] + list(extra))
 
     def _bound(self, known: dict) -> int:
-        return sum(instance_count_bound(ax, self.objects, known, self.budget)
-                   for ax in axioms() if ax.name not in self.exclude)
+        return _cached(("bound",) + self._key(known), lambda: sum(
+            instance_count_bound(ax, self.objects, known, self.budget) for ax in axioms() if ax.name not in self.exclude))
+
+    def _key(self, known: dict) -> tuple:
+        """What the instances depend on: the objects, the known incidences, the excluded axioms, the budget."""
+        return (tuple(self.objects.items()), tuple(sorted((L, tuple(sorted(p))) for L, p in known.items())),
+                tuple(sorted(self.exclude)), self.budget)
 
     def instance_keys(self, extra: Sequence = ()) -> list:
         """Keys (axiom name, (object, sort)...) of the ground instances of every axiom over the objects,
@@ -687,6 +706,9 @@ class Context:
         return self._keys(self._known(extra))
 
     def _keys(self, known: dict) -> list:
+        return _cached(("keys",) + self._key(known), lambda: self._enumerate(known))
+
+    def _enumerate(self, known: dict) -> list:
         keys = []
         for ax in axioms():
             if ax.name in self.exclude:

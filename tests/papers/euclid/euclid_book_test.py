@@ -29,6 +29,17 @@ def test_a_proof_rests_on_the_theorems_not_checked_in_the_run():
     assert both["I.5"].uses == ("I.4",) and both["I.5"].hypotheses.status == "sat"
 
 
+def test_playfair_i30_needs_the_parallel_axiom():
+    """I.30 (lines parallel to one line are parallel) checks in one case split, and fails without the
+    axiom `parallel_line_unique` (Playfair's form of the parallel postulate in E)."""
+    from jaxml.papers.euclid import checker
+    item = next(it for it in book.book1() if it.statement.name == "I.30")
+    ok = checker.Checker().check(item.statement, item.proof, hypotheses=False)
+    assert ok.verified and ok.uses == ()
+    without = checker.Checker(exclude=["parallel_line_unique"]).check(item.statement, item.proof, hypotheses=False)
+    assert not without.ok and "parallel(L, M)" in without.failure, without.failure
+
+
 @pytest.mark.slow
 def test_every_proof_of_book_1_is_verified():
     # All proofs in one run: each rests only on theorems whose proofs checked before it (I.1-I.20, I.22,

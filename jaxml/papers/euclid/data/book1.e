@@ -571,6 +571,30 @@ qed
 theorem I.32 "In any triangle, if one of the sides be produced, the exterior angle is equal to the two interior and opposite angles, and the three interior angles of the triangle are equal to two right angles.":
   forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
   angle(a, c, d) = angle(c, a, b) + angle(a, b, c) and angle(a, b, c) + angle(b, c, a) + angle(c, a, b) = 2 * right
+proof
+  obtain AB by line(a, b)
+  obtain BC by line(b, c)
+  obtain AC by line(a, c)
+  obtain M by I.31(c, AB)
+  obtain γ by circle(c, a)
+  obtain e1 e2 by intersection_circle_line(γ, M)
+  have between(e1, c, e2)
+  have not on_line(e1, AC) and not on_line(e2, AC)
+  obtain g by extend(a, c, AC)
+  cases
+  case same_side(e1, d, AC):
+    have same_side(e1, a, BC)
+    apply I.29(e1, e2, b, c, a, g, M, AB, AC)
+    apply I.29(e2, e1, a, c, b, d, M, AB, BC)
+    have angle(a, c, d) = angle(a, c, e1) + angle(e1, c, d)
+  case same_side(e2, d, AC):
+    have same_side(e2, a, BC)
+    apply I.29(e2, e1, b, c, a, g, M, AB, AC)
+    apply I.29(e1, e2, a, c, b, d, M, AB, BC)
+    have angle(a, c, d) = angle(a, c, e2) + angle(e2, c, d)
+  end
+  apply I.13(a, c, b, d, BC)
+qed
 
 theorem I.33 "The straight lines joining equal and parallel straight lines (at the extremities which are) in the same directions (respectively) are themselves also equal and parallel.":
   forall (a b c d : Point) (AB CD AC BD : Line),
