@@ -693,7 +693,8 @@ class Context:
 
     def _bound(self, known: dict) -> int:
         return _cached(("bound",) + self._key(known), lambda: sum(
-            instance_count_bound(ax, self.objects, known, self.budget) for ax in axioms() if ax.name not in self.exclude))
+            instance_count_bound(ax, self.objects, known, self.budget)
+            for ax in axioms() if ax.name not in self.exclude))
 
     def _key(self, known: dict) -> tuple:
         """What the instances depend on: the objects, the known incidences, the excluded axioms, the budget."""

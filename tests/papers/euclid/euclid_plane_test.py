@@ -218,24 +218,22 @@ def test_every_axiom_and_rule_holds_on_random_scenes(default_sweep):
     assert len(total) + len(PARALLELOGRAM_RULES) == len(E.axioms()) + len(E.rules())
 
 
+# LeanEuclid's formParallelogram a b c d AB CD AC BD (sides ab, cd, ac, bd), as the rules state it.
+_PG = ("on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and "
+       "on_line(c, AC) and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and "
+       "not lines_meet(AB, CD) and not lines_meet(AC, BD)")
+
 # Wrong variants of the parallelogram rules; each must be violated on the random parallelograms.
 PLANTED_PARALLELOGRAM = {
     # without the right angle a parallelogram's area is not |a b| * |a c|
-    "rectangle_without_right_angle": "forall (a b c d : Point) (AB CD AC BD : Line), on_line(a, AB) and "
-        "on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC) and "
-        "on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD) and "
-        "not lines_meet(AC, BD) => area(a, c, d) + area(a, b, d) = |a b| * |a c|",
+    "rectangle_without_right_angle": f"forall (a b c d : Point) (AB CD AC BD : Line), {_PG} => "
+                                     "area(a, c, d) + area(a, b, d) = |a b| * |a c|",
     # one triangle on a diagonal is half the parallelogram, not all of it
-    "half_is_whole": "forall (a b c d : Point) (AB CD AC BD : Line), on_line(a, AB) and "
-        "on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC) and "
-        "on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD) and "
-        "not lines_meet(AC, BD) => area(a, c, d) + area(a, d, b) = area(a, b, c)",
+    "half_is_whole": f"forall (a b c d : Point) (AB CD AC BD : Line), {_PG} => "
+                     "area(a, c, d) + area(a, d, b) = area(a, b, c)",
     # cutting at e on ab and f on cd: the pieces meet along ef, not along e-c
-    "wrong_cut": "forall (a b c d e f : Point) (AB CD AC BD : Line), on_line(a, AB) and "
-        "on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC) and "
-        "on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD) and "
-        "not lines_meet(AC, BD) and between(a, e, b) and between(c, f, d) => "
-        "area(a, c, e) + area(e, f, d) + area(e, d, b) = area(a, c, d) + area(a, d, b)",
+    "wrong_cut": f"forall (a b c d e f : Point) (AB CD AC BD : Line), {_PG} and between(a, e, b) and "
+                 "between(c, f, d) => area(a, c, e) + area(e, f, d) + area(e, d, b) = area(a, c, d) + area(a, d, b)",
 }
 
 
