@@ -601,6 +601,16 @@ theorem I.33 "The straight lines joining equal and parallel straight lines (at t
   on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
   and on_line(b, BD) and on_line(d, BD) and a != b and parallel(AB, CD) and |a b| = |c d| and same_side(b, d, AC) =>
   parallel(AC, BD) and |a c| = |b d|
+proof
+  obtain BC by line(b, c)
+  have same_side(a, b, CD)
+  have opposite_sides(a, d, BC)
+  obtain x by extend(a, b, AB)
+  obtain g by extend(c, b, BC)
+  apply I.29(a, x, d, b, c, g, AB, CD, BC)
+  apply I.4(b, a, c, c, d, b)
+  apply I.27(a, d, c, b, AC, BD, BC)
+qed
 
 theorem I.34 "In parallelogrammic areas the opposite sides and angles are equal to one another, and the diameter bisects the areas.":
   forall (a b c d : Point) (AB CD AC BD : Line),
