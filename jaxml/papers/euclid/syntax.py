@@ -43,7 +43,7 @@ Errors are `EuclidSyntaxError` with the line and column of the offending token a
 alternatives. The parser bounds what it reads, so no input can exhaust the stack or run for long
 (each is an `EuclidSyntaxError` naming the limit):
 
-    MAX_SOURCE_CHARS   characters of one input (Book I, `data/book1.e`: about 26,000, in 7,000 tokens)
+    MAX_SOURCE_CHARS   characters of one input (Book I, `data/book1.e`: about 31,000, in 8,800 tokens)
     MAX_TOKENS         tokens of one input
     MAX_NESTING        depth of nested parentheses, `not`s and proof `cases` (Book I: 2)
     MAX_NUMBER_DIGITS  decimal digits of a number, literal or coefficient (a product of literals)

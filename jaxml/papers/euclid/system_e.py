@@ -228,6 +228,24 @@ rule lines_intersect [transfer]: forall (a b c d : Point) (L M N : Line),
   on_line(a, L) and on_line(b, L) and on_line(b, M) and on_line(c, M) and on_line(c, N) and on_line(d, N) and b != c
   and same_side(a, d, M) and angle(a, b, c) + angle(b, c, d) < 2 * right =>
   exists (e : Point), on_line(e, L) and on_line(e, N) and same_side(e, a, M)
+# ---- Parallelogram areas (LeanEuclid's Transfer.lean, "not in [Avigad et al., 2009]"; rectangle_area is
+# "required by Proposition 47"), applied explicitly. The premises are LeanEuclid's formParallelogram: a, b on
+# AB; c, d on CD; a, c on AC; b, d on BD; b != d; a, c on one side of BD; AB, CD and AC, BD do not meet.
+rule parallelogram_area [transfer]: forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) =>
+  area(a, c, d) + area(a, d, b) = area(b, a, c) + area(b, c, d)
+rule sum_parallelograms_area [transfer]: forall (a b c d e f : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) and between(a, e, b) and between(c, f, d) =>
+  area(a, c, f) + area(a, f, e) + area(e, f, d) + area(e, d, b) = area(a, c, d) + area(a, d, b)
+rule rectangle_area [transfer]: forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and not lines_meet(AB, CD)
+  and not lines_meet(AC, BD) and angle(a, c, d) = right =>
+  area(a, c, d) + area(a, b, d) = |a b| * |a c| and area(b, a, c) + area(b, d, c) = |a b| * |a c|
 # ---- Metric with six points (applied explicitly)
 rule area_congruence [metric]: forall (a b c d e f : Point),
   |a b| = |d e| and |b c| = |e f| and |c a| = |f d| and angle(a, b, c) = angle(d, e, f)
@@ -578,6 +596,20 @@ class Verdict:
         return self.status == "proved"
 
 
+_KEYS_CACHE: dict = {}
+
+
+def _cached(key: tuple, compute):
+    """The instance keys (or their bound) of a context state, computed once: the queries of a proof share
+    their objects and incidences, and enumerating the instances in Python dominated their time. A pure
+    function of `key`; the cache holds the 64 latest states."""
+    if key not in _KEYS_CACHE:
+        if len(_KEYS_CACHE) >= 64:
+            _KEYS_CACHE.pop(next(iter(_KEYS_CACHE)))
+        _KEYS_CACHE[key] = compute()
+    return _KEYS_CACHE[key]
+
+
 # Per-query bounds. Book I: statements need at most 280,431 ground instances by `instance_bound` (I.43;
 # 63,225 built), proofs at most 361,612 (lemma_I16; 244,248 built by the end of I.23's proof), and z3
 # holds about 250 MB after the largest proofs.
@@ -660,8 +692,14 @@ class Context:
         return _known_incidences([f for _, f in self.facts] + list(extra))
 
     def _bound(self, known: dict) -> int:
-        return sum(instance_count_bound(ax, self.objects, known, self.budget)
-                   for ax in axioms() if ax.name not in self.exclude)
+        return _cached(("bound",) + self._key(known), lambda: sum(
+            instance_count_bound(ax, self.objects, known, self.budget)
+            for ax in axioms() if ax.name not in self.exclude))
+
+    def _key(self, known: dict) -> tuple:
+        """What the instances depend on: the objects, the known incidences, the excluded axioms, the budget."""
+        return (tuple(self.objects.items()), tuple(sorted((L, tuple(sorted(p))) for L, p in known.items())),
+                tuple(sorted(self.exclude)), self.budget)
 
     def instance_keys(self, extra: Sequence = ()) -> list:
         """Keys (axiom name, (object, sort)...) of the ground instances of every axiom over the objects,
@@ -669,6 +707,9 @@ class Context:
         return self._keys(self._known(extra))
 
     def _keys(self, known: dict) -> list:
+        return _cached(("keys",) + self._key(known), lambda: self._enumerate(known))
+
+    def _enumerate(self, known: dict) -> list:
         keys = []
         for ax in axioms():
             if ax.name in self.exclude:

@@ -60,8 +60,13 @@ PLANTED = {
 }
 
 
+# The parallelogram-area rules have 4 lines and up to 6 points: random scenes hold too few parallelograms to
+# exercise them, so `test_parallelogram_area_rules_on_random_parallelograms` checks them on random ones.
+PARALLELOGRAM_RULES = ("parallelogram_area", "sum_parallelograms_area", "rectangle_area")
+
+
 def _statements():
-    return [a.statement for a in E.axioms()] + list(E.rules().values())
+    return [a.statement for a in E.axioms()] + [st for n, st in E.rules().items() if n not in PARALLELOGRAM_RULES]
 
 
 def _scenes(generic_seeds, triangle_seeds, vary=False):
@@ -210,7 +215,70 @@ def test_every_axiom_and_rule_holds_on_random_scenes(default_sweep):
     total, scenes, seconds = default_sweep
     print("\n" + _summary(total, scenes, seconds))
     _assert_sound_and_exercised(total, MIN_NON_VACUOUS)
-    assert len(total) == len(E.axioms()) + len(E.rules())
+    assert len(total) + len(PARALLELOGRAM_RULES) == len(E.axioms()) + len(E.rules())
+
+
+# LeanEuclid's formParallelogram a b c d AB CD AC BD (sides ab, cd, ac, bd), as the rules state it.
+_PG = ("on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and "
+       "on_line(c, AC) and on_line(b, BD) and on_line(d, BD) and b != d and same_side(a, c, BD) and "
+       "not lines_meet(AB, CD) and not lines_meet(AC, BD)")
+
+# Wrong variants of the parallelogram rules; each must be violated on the random parallelograms.
+PLANTED_PARALLELOGRAM = {
+    # without the right angle a parallelogram's area is not |a b| * |a c|
+    "rectangle_without_right_angle": f"forall (a b c d : Point) (AB CD AC BD : Line), {_PG} => "
+                                     "area(a, c, d) + area(a, b, d) = |a b| * |a c|",
+    # one triangle on a diagonal is half the parallelogram, not all of it
+    "half_is_whole": f"forall (a b c d : Point) (AB CD AC BD : Line), {_PG} => "
+                     "area(a, c, d) + area(a, d, b) = area(a, b, c)",
+    # cutting at e on ab and f on cd: the pieces meet along ef, not along e-c
+    "wrong_cut": f"forall (a b c d e f : Point) (AB CD AC BD : Line), {_PG} and between(a, e, b) and "
+                 "between(c, f, d) => area(a, c, e) + area(e, f, d) + area(e, d, b) = area(a, c, d) + area(a, d, b)",
+}
+
+
+def _random_parallelograms(rng, n):
+    """n random parallelograms (every 3rd a rectangle) a, b, c, d (sides ab, cd, ac, bd), their four lines,
+    a point e strictly between a and b and f strictly between c and d, under the 8 relabellings that keep
+    the sides (the symmetries of the quadrilateral a-b-d-c)."""
+    for k in range(n):
+        a, u = rng.uniform(-2, 2, 2), rng.uniform(-2, 2, 2)
+        v = rng.uniform(-2, 2, 2)
+        if k % 3 == 0:
+            v = np.array([-u[1], u[0]]) * rng.uniform(0.3, 1.5) * rng.choice([-1, 1])
+        if abs(_cross2(u, v)) < 0.3 * np.linalg.norm(u) * np.linalg.norm(v):
+            continue
+        quad = {"a": a, "b": a + u, "c": a + v, "d": a + u + v}
+        for perm in ("abcd", "badc", "cdab", "dcba", "acbd", "cadb", "bdac", "dbca"):
+            pts = {n: P.Point(*map(float, quad[x])) for n, x in zip("abcd", perm)}
+            t, s = rng.uniform(0.1, 0.9, 2)
+            pts["e"] = P.Point(*map(float, (1 - t) * quad[perm[0]] + t * quad[perm[1]]))
+            pts["f"] = P.Point(*map(float, (1 - s) * quad[perm[2]] + s * quad[perm[3]]))
+            lines = {"AB": ("a", "b"), "CD": ("c", "d"), "AC": ("a", "c"), "BD": ("b", "d")}
+            yield dict(pts, **{L: P.line_through(pts[x], pts[y]) for L, (x, y) in lines.items()})
+
+
+def _cross2(u, v):
+    return float(u[0] * v[1] - u[1] * v[0])
+
+
+def test_parallelogram_area_rules_on_random_parallelograms():
+    """The three parallelogram-area rules hold on 60 random parallelograms (20 of them rectangles) under
+    the 8 relabellings that keep the sides; wrong variants of them are violated."""
+    rules = E.rules()
+    planted = {n: S.parse_statement(t, name=n) for n, t in PLANTED_PARALLELOGRAM.items()}
+    counts = collections.Counter()
+    for env in _random_parallelograms(np.random.default_rng(11), 60):
+        for name in PARALLELOGRAM_RULES:
+            got = P.check_assignment(rules[name], {v: env[v] for v, _ in rules[name].universals})
+            counts[name, got.status] += 1
+            assert got.status in ("holds", "vacuous"), (name, env)
+        for name, st in planted.items():
+            counts[name, P.check_assignment(st, {v: env[v] for v, _ in st.universals}).status] += 1
+    assert counts["parallelogram_area", "holds"] >= 400 and counts["sum_parallelograms_area", "holds"] >= 400
+    assert counts["rectangle_area", "holds"] >= 100          # the rectangles
+    for name in PLANTED_PARALLELOGRAM:
+        assert counts[name, "violated"] >= 100, (name, counts)
 
 
 def test_sas_and_sss_on_random_triangles():

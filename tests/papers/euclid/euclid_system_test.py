@@ -61,7 +61,7 @@ def test_axiom_families_match_the_paper():
     counts = E.count_by_family()
     assert counts["diagrammatic"] == 36                 # LeanEuclid: 36
     assert counts["metric"] + counts["rule:metric"] == 11  # LeanEuclid: 11
-    assert counts["transfer"] + counts["rule:transfer"] == 20  # LeanEuclid: 23 (3 parallelogram ones left out)
+    assert counts["transfer"] + counts["rule:transfer"] == 23  # LeanEuclid: 23 (the 3 parallelogram ones are rules)
     assert counts["rule:superposition"] == 2            # SAS and SSS (Avigad et al. §3.7)
     assert len({a.name for a in E.axioms()}) == len(E.axioms())
 

@@ -322,6 +322,19 @@ theorem I.21 "If on one of the sides of a triangle, from its extremities, there 
   triangle(a, b, c) and on_line(a, AB) and on_line(b, AB) and on_line(b, BC) and on_line(c, BC) and on_line(c, CA)
   and on_line(a, CA) and same_side(d, a, BC) and same_side(d, b, CA) and same_side(d, c, AB) =>
   |b d| + |d c| < |b a| + |a c| and angle(b, a, c) < angle(b, d, c)
+proof
+  obtain BD by line(b, d)
+  have opposite_sides(a, c, BD)
+  obtain e by intersection_lines(BD, CA)
+  have between(a, e, c)
+  have between(b, d, e)
+  apply I.20(a, b, e)
+  apply I.20(e, d, c)
+  apply I.16(c, e, d, b)
+  apply I.16(b, a, e, c)
+  have angle(b, a, e) = angle(b, a, c)
+  have angle(c, e, d) = angle(c, e, b)
+qed
 
 theorem I.22 "Out of three straight lines, which are equal to three given straight lines, to construct a triangle: thus it is necessary that two of the straight lines taken together in any manner should be greater than the remaining one.":
   forall (a b c d e f : Point),
@@ -372,6 +385,43 @@ proof
   end
 qed
 
+# I.23 with the new side on a chosen side of the line (the circles' intersection on the side of p);
+# I.24 and I.31 need the side.
+theorem lemma_I23 "I.23 with the new side on the side of p.":
+  forall (a b c d e p : Point) (AB : Line), a != b and on_line(a, AB) and on_line(b, AB) and not on_line(p, AB)
+  and triangle(c, d, e) =>
+  exists (f : Point), angle(b, a, f) = angle(c, d, e) and same_side(f, p, AB)
+proof
+  apply I.20(d, c, e)
+  apply I.20(c, d, e)
+  apply I.20(e, c, d)
+  obtain q0 by I.2(a, d, c)
+  obtain q by I.2(a, d, e)
+  obtain α by circle(a, q0)
+  obtain u v by intersection_circle_line(α, AB)
+  cases
+  case not between(u, a, b):
+    obtain r by I.2(u, c, e)
+    obtain γ by circle(a, q)
+    obtain δ by circle(u, r)
+    obtain s t by intersection_circle_line(γ, AB)
+    have circles_meet(γ, δ)
+    obtain f by intersection_circles_same_side(p, a, u, γ, δ, AB)
+    apply sss(d, c, e, a, u, f)
+    obtain AF by line(a, f)
+  case between(u, a, b):
+    have not between(v, a, b)
+    obtain r by I.2(v, c, e)
+    obtain γ by circle(a, q)
+    obtain δ by circle(v, r)
+    obtain s t by intersection_circle_line(γ, AB)
+    have circles_meet(γ, δ)
+    obtain f by intersection_circles_same_side(p, a, v, γ, δ, AB)
+    apply sss(d, c, e, a, v, f)
+    obtain AF by line(a, f)
+  end
+qed
+
 theorem I.24 "If two triangles have the two sides equal to two sides respectively, but have the one of the angles contained by the equal straight lines greater than the other, they will also have the base greater than the base.":
   forall (a b c d e f : Point),
   triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and angle(e, d, f) < angle(b, a, c) =>
@@ -387,12 +437,77 @@ theorem I.26 "If two triangles have the two angles equal to two angles respectiv
   triangle(a, b, c) and triangle(d, e, f) and angle(a, b, c) = angle(d, e, f) and angle(b, c, a) = angle(e, f, d)
   and (|b c| = |e f| or |a b| = |d e|) =>
   |a b| = |d e| and |b c| = |e f| and |a c| = |d f| and angle(b, a, c) = angle(e, d, f)
+proof
+  obtain AB by line(a, b)
+  obtain BC by line(b, c)
+  obtain DE by line(d, e)
+  obtain EF by line(e, f)
+  cases
+  case |b c| = |e f|:
+    cases
+    case |d e| < |a b|:
+      obtain g by I.3(b, a, d, e)
+      have angle(g, b, c) = angle(a, b, c)
+      apply I.4(b, g, c, e, d, f)
+      obtain CG by line(c, g)
+      obtain CA by line(c, a)
+      have angle(b, c, a) = angle(b, c, g) + angle(g, c, a)
+    case |a b| < |d e|:
+      obtain g by I.3(e, d, a, b)
+      have angle(g, e, f) = angle(d, e, f)
+      apply I.4(e, g, f, b, a, c)
+      obtain FG by line(f, g)
+      obtain FD by line(f, d)
+      have angle(e, f, d) = angle(e, f, g) + angle(g, f, d)
+    case |a b| = |d e|:
+    end
+    apply I.4(b, a, c, e, d, f)
+  case |a b| = |d e|:
+    cases
+    case |e f| < |b c|:
+      obtain h by I.3(b, c, e, f)
+      have angle(a, b, h) = angle(a, b, c)
+      apply I.4(b, a, h, e, d, f)
+      apply I.16(a, c, h, b)
+      obtain CA by line(c, a)
+      have angle(a, c, h) = angle(a, c, b)
+    case |b c| < |e f|:
+      obtain h by I.3(e, f, b, c)
+      have angle(d, e, h) = angle(d, e, f)
+      apply I.4(e, d, h, b, a, c)
+      apply I.16(d, f, h, e)
+      obtain FD by line(f, d)
+      have angle(d, f, h) = angle(d, f, e)
+    case |b c| = |e f|:
+    end
+    apply I.4(b, a, c, e, d, f)
+  end
+qed
 
 theorem I.27 "If a straight line falling on two straight lines make the alternate angles equal to one another, the straight lines will be parallel to one another.":
   forall (a d e f : Point) (L M N : Line),
   on_line(a, L) and on_line(e, L) and on_line(d, M) and on_line(f, M) and on_line(e, N) and on_line(f, N)
   and e != f and a != e and d != f and opposite_sides(a, d, N) and angle(a, e, f) = angle(e, f, d) =>
   parallel(L, M)
+proof
+  have L != M
+  cases
+  case not lines_meet(L, M):
+  case lines_meet(L, M):
+    obtain g by intersection_lines(L, M)
+    have not on_line(g, N)
+    cases
+    case same_side(g, a, N):
+      have between(g, f, d)
+      apply I.16(e, g, f, d)
+      have angle(g, e, f) = angle(a, e, f)
+    case same_side(g, d, N):
+      have between(g, e, a)
+      apply I.16(f, g, e, a)
+      have angle(g, f, e) = angle(d, f, e)
+    end
+  end
+qed
 
 theorem I.28 "If a straight line falling on two straight lines make the exterior angle equal to the interior and opposite angle on the same side, or the interior angles on the same side equal to two right angles, the straight lines will be parallel to one another.":
   forall (b d e f g : Point) (L M N : Line),
@@ -400,6 +515,13 @@ theorem I.28 "If a straight line falling on two straight lines make the exterior
   and on_line(g, N) and between(g, e, f) and e != f and b != e and d != f and same_side(b, d, N)
   and (angle(g, e, b) = angle(e, f, d) or angle(b, e, f) + angle(e, f, d) = 2 * right) =>
   parallel(L, M)
+proof
+  obtain a by extend(b, e, L)
+  apply I.15(b, a, g, f, e, L, N)
+  apply I.13(f, e, b, a, L)
+  have angle(a, e, f) = angle(e, f, d)
+  apply I.27(a, d, e, f, L, M, N)
+qed
 
 theorem I.29 "A straight line falling on parallel straight lines makes the alternate angles equal to one another, the exterior angle equal to the interior and opposite angle, and the interior angles on the same side equal to two right angles.":
   forall (a b d e f g : Point) (L M N : Line),
@@ -407,24 +529,88 @@ theorem I.29 "A straight line falling on parallel straight lines makes the alter
   and on_line(e, N) and on_line(f, N) and on_line(g, N) and between(g, e, f) and d != f
   and opposite_sides(a, d, N) and parallel(L, M) =>
   angle(a, e, f) = angle(e, f, d) and angle(g, e, b) = angle(e, f, d) and angle(b, e, f) + angle(e, f, d) = 2 * right
+proof
+  apply I.13(f, e, a, b, L)
+  apply I.15(a, b, g, f, e, L, N)
+  obtain x by extend(d, f, M)
+  apply I.13(e, f, d, x, M)
+  cases
+  case angle(e, f, d) < angle(a, e, f):
+    obtain p by lines_intersect(b, e, f, d, L, N, M)
+  case angle(a, e, f) < angle(e, f, d):
+    obtain p by lines_intersect(a, e, f, x, L, N, M)
+  case angle(a, e, f) = angle(e, f, d):
+  end
+qed
 
 theorem I.30 "Straight lines parallel to the same straight line are also parallel to one another.":
   forall (L M N : Line), parallel(L, N) and parallel(M, N) and L != M =>
   parallel(L, M)
+proof
+  cases
+  case not lines_meet(L, M):
+  case lines_meet(L, M):
+    obtain p by intersection_lines(L, M)
+  end
+qed
 
 theorem I.31 "Through a given point to draw a straight line parallel to a given straight line.":
   forall (a : Point) (L : Line), not on_line(a, L) =>
   exists (M : Line), on_line(a, M) and parallel(M, L)
+proof
+  obtain b by point_on_line(L)
+  obtain AB by line(a, b)
+  obtain γ by circle(b, a)
+  obtain c c2 by intersection_circle_line(γ, L)
+  obtain p by point_opposite_side(c, AB)
+  obtain f by lemma_I23(a, b, a, b, c, p, AB)
+  obtain M by line(a, f)
+  apply I.27(f, c, a, b, M, L, AB)
+qed
 
 theorem I.32 "In any triangle, if one of the sides be produced, the exterior angle is equal to the two interior and opposite angles, and the three interior angles of the triangle are equal to two right angles.":
   forall (a b c d : Point), triangle(a, b, c) and between(b, c, d) =>
   angle(a, c, d) = angle(c, a, b) + angle(a, b, c) and angle(a, b, c) + angle(b, c, a) + angle(c, a, b) = 2 * right
+proof
+  obtain AB by line(a, b)
+  obtain BC by line(b, c)
+  obtain AC by line(a, c)
+  obtain M by I.31(c, AB)
+  obtain γ by circle(c, a)
+  obtain e1 e2 by intersection_circle_line(γ, M)
+  have between(e1, c, e2)
+  have not on_line(e1, AC) and not on_line(e2, AC)
+  obtain g by extend(a, c, AC)
+  cases
+  case same_side(e1, d, AC):
+    have same_side(e1, a, BC)
+    apply I.29(e1, e2, b, c, a, g, M, AB, AC)
+    apply I.29(e2, e1, a, c, b, d, M, AB, BC)
+    have angle(a, c, d) = angle(a, c, e1) + angle(e1, c, d)
+  case same_side(e2, d, AC):
+    have same_side(e2, a, BC)
+    apply I.29(e2, e1, b, c, a, g, M, AB, AC)
+    apply I.29(e1, e2, a, c, b, d, M, AB, BC)
+    have angle(a, c, d) = angle(a, c, e2) + angle(e2, c, d)
+  end
+  apply I.13(a, c, b, d, BC)
+qed
 
 theorem I.33 "The straight lines joining equal and parallel straight lines (at the extremities which are) in the same directions (respectively) are themselves also equal and parallel.":
   forall (a b c d : Point) (AB CD AC BD : Line),
   on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
   and on_line(b, BD) and on_line(d, BD) and a != b and parallel(AB, CD) and |a b| = |c d| and same_side(b, d, AC) =>
   parallel(AC, BD) and |a c| = |b d|
+proof
+  obtain BC by line(b, c)
+  have same_side(a, b, CD)
+  have opposite_sides(a, d, BC)
+  obtain x by extend(a, b, AB)
+  obtain g by extend(c, b, BC)
+  apply I.29(a, x, d, b, c, g, AB, CD, BC)
+  apply I.4(b, a, c, c, d, b)
+  apply I.27(a, d, c, b, AC, BD, BC)
+qed
 
 theorem I.34 "In parallelogrammic areas the opposite sides and angles are equal to one another, and the diameter bisects the areas.":
   forall (a b c d : Point) (AB CD AC BD : Line),
