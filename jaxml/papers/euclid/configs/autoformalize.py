@@ -20,7 +20,7 @@ from jaxml.core.config import by_scale, experiment_config
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
     c, scale = experiment_config("euclid/autoformalize", arg, llm="smollm2", model="", max_new_tokens=200,
-                                 timeout_s=15.0)
+                                 timeout_s=15.0, constrained=False)
     c.scale = scale
     c.batch_size = 8
     c.names = by_scale(scale, tiny=("I.2", "I.6"), quick=("I.2", "I.10"), full=())  # () = the 43
