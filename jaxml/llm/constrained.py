@@ -253,6 +253,13 @@ class PrefixChooser:
                 raise ValueError(f"no token spells {s[i]!r}")
         return out
 
+    def _cost(self, text: str) -> float:
+        """Tokens the completion of `text` takes (inf if the vocabulary cannot spell it)."""
+        try:
+            return len(self._pieces(self._plan(text)))
+        except ValueError:
+            return float("inf")
+
     def text_of(self, generated) -> str:
         return "".join(self.strings[t] if 0 <= t < len(self.strings) else "" for t in generated)
 
@@ -295,7 +302,7 @@ class PrefixChooser:
                 continue
             if self.status(text + s) == "dead":
                 continue
-            if tight and len(self._pieces(self._plan(text + s))) > remaining - 1:
+            if tight and self._cost(text + s) > remaining - 1:
                 break             # the best admissible token leaves too little room: write the completion
             return t
         self.forced += 1
