@@ -4,6 +4,11 @@ checker (categories of `equivalence.CATEGORIES` plus 'parse_error').
 
 Any `jaxml.llm.base.LLM` works: `jaxml.llm.local.LocalLLM.smollm2()` or, for a large model,
 `jaxml.llm.openai_http.OpenAICompatibleLLM(url, model)` (`make_llm('http://host:8000/v1', model=...)`).
+
+`run(llm, constrained=True)` decodes a local model under the statement grammar (`statement_processor`:
+a token is admitted only if the answer stays a viable prefix of a statement, `prefix.prefix_status`,
+and the line ends only on a complete one), so every answer parses; an HTTP backend has no logits to
+constrain and is run as before.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import time
 from collections.abc import Sequence
 
 from jaxml.llm.backends import make_llm  # noqa: F401  (re-exported: euclid.make_llm)
+from jaxml.llm.constrained import PrefixProcessor
 from jaxml.papers.euclid import book
 from jaxml.papers.euclid import equivalence as eq
 from jaxml.papers.euclid import metrics as M
+from jaxml.papers.euclid import prefix
 from jaxml.papers.euclid import syntax as S
 
 # The few-shot examples (excluded from scoring), as in LeanEuclid's 5 Book I examples.
@@ -61,6 +68,8 @@ class HarnessReport:
     counts: dict              # category -> number of propositions
     generate_seconds: float
     solver_seconds: float
+    forced_tokens: int = 0    # constrained decoding: tokens written by the completion, not the model's choice
+    constraint_seconds: float = 0.0   # constrained decoding: host time choosing tokens (in generate_seconds)
 
     @property
     def equivalent_rate(self) -> float:
@@ -80,10 +89,18 @@ def score_output(name: str, output: str, *, timeout_s: float = 15.0) -> Scored:
     return Scored(name, text, result.category, result.reason, result.solver_seconds)
 
 
+def statement_processor(tokenizer, max_new_tokens: int) -> PrefixProcessor:
+    """The logits processor that keeps a greedy generation of `max_new_tokens` tokens inside the statement
+    language (see `jaxml.llm.constrained.PrefixChooser` and `prefix`)."""
+    return PrefixProcessor.for_tokenizer(tokenizer, max_new_tokens, status=prefix.prefix_status,
+                                         completion=prefix.completion, reserve=prefix.reserve,
+                                         alphabet=prefix.ALPHABET)
+
+
 def run(llm, names: Sequence[str] | None = None, *, max_new_tokens: int = 200, timeout_s: float = 15.0,
-        examples: Sequence[str] = EXAMPLES) -> HarnessReport:
+        examples: Sequence[str] = EXAMPLES, constrained: bool = False) -> HarnessReport:
     """Prompts `llm` (greedy) for each proposition in `names` (default: all but the examples) and
-    scores the answers."""
+    scores the answers. `constrained`: decode under the statement grammar (a local model only)."""
     all_names = list(book.statements())
     names = [n for n in all_names if n not in examples] if names is None else list(names)
     for n in names:
@@ -91,13 +108,20 @@ def run(llm, names: Sequence[str] | None = None, *, max_new_tokens: int = 200, t
             raise ValueError(f"{n} is a few-shot example; it cannot be scored")
         if n not in all_names:
             raise ValueError(f"unknown proposition {n!r}; Book I has I.1 ... I.48")
+    extra, proc = {}, None
+    if constrained:
+        if not hasattr(llm, "tokenizer"):
+            raise TypeError(f"constrained decoding needs a local model's tokenizer and logits; "
+                            f"{type(llm).__name__} has none (an HTTP backend is run with constrained=False)")
+        proc = extra["logits_processor"] = statement_processor(llm.tokenizer, max_new_tokens)
     t0 = time.perf_counter()
     outputs = llm.generate_text([prompt_for(n, examples) for n in names], max_new_tokens=max_new_tokens,
-                                stop=["\n"], temperature=0.0) if names else []
+                                stop=["\n"], temperature=0.0, **extra) if names else []
     gen_s = time.perf_counter() - t0
     rows = [score_output(n, o, timeout_s=timeout_s) for n, o in zip(names, outputs)]
     counts = M.category_counts([r.category for r in rows], SCORE_CATEGORIES)
-    return HarnessReport(rows, counts, gen_s, sum(r.solver_seconds for r in rows))
+    return HarnessReport(rows, counts, gen_s, sum(r.solver_seconds for r in rows),
+                         proc.chooser.forced if proc else 0, proc.chooser.seconds if proc else 0.0)
 
 
 class ScriptedLLM:

@@ -172,7 +172,11 @@ def autoformalize_experiment(config, workdir) -> Result:
     workdir = make_workdir(workdir)
     names = list(config.names) if config.names else None
     llm = _llm(config)
-    report = autoformalize.run(llm, names, max_new_tokens=config.max_new_tokens, timeout_s=config.timeout_s)
+    constrained = bool(config.get("constrained", False))
+    if constrained and config.llm == "scripted":
+        raise ValueError("constrained=True needs a local model's logits; the tiny scale's scripted LLM has none")
+    report = autoformalize.run(llm, names, max_new_tokens=config.max_new_tokens, timeout_s=config.timeout_s,
+                               constrained=constrained)
     rows = [dict(name=r.name, category=r.category, output=r.output, detail=r.detail) for r in report.rows]
     (workdir / "autoformalize.json").write_text(json.dumps(rows, indent=1))
     n = len(report.rows)
@@ -180,13 +184,15 @@ def autoformalize_experiment(config, workdir) -> Result:
     metrics = {f"count_{c}": float(k) for c, k in counts.items()}
     metrics.update(n_scored=float(n), equivalent_rate=report.equivalent_rate,
                    parse_rate=M.rate(n - counts["parse_error"], n),
-                   generate_seconds=report.generate_seconds, solver_seconds=report.solver_seconds)
+                   generate_seconds=report.generate_seconds, solver_seconds=report.solver_seconds,
+                   forced_tokens=float(report.forced_tokens), constraint_seconds=report.constraint_seconds)
     who = "a scripted fake LLM" if config.llm == "scripted" else (
         "SmolLM2-135M-Instruct" if config.llm == "smollm2" else f"{config.model} at {config.llm}")
     claim = Claim(
         text=("Few-shot LLM autoformalization yields Book I statements equivalent to the ground truth "
               "(the paper: GPT-4 and GPT-4V)"),
-        ours=(f"{who}, greedy, {len(autoformalize.EXAMPLES)}-shot, {config.max_new_tokens} new tokens: "
+        ours=(f"{who}, greedy{' constrained to the statement grammar' if constrained else ''}, "
+              f"{len(autoformalize.EXAMPLES)}-shot, {config.max_new_tokens} new tokens: "
               f"{counts['equivalent']}/{n} equivalent, {n - counts['parse_error']}/{n} parse"
               + (" (a 135M model in place of GPT-4: the paper's rates are not reproduced at this size)"
                  if config.llm == "smollm2" and counts["equivalent"] == 0 else "")),
@@ -194,7 +200,8 @@ def autoformalize_experiment(config, workdir) -> Result:
                "example prints a proof-checking rate of 1/43 = 2.33%"),
         verdict=verdict(counts["equivalent"] > 0 if config.llm != "scripted" else None))
     return Result(metrics=metrics, headline="equivalent_rate", claims=[claim],
-                  notes=f"llm={config.llm}{'/' + config.model if config.model else ''}, greedy, "
+                  notes=f"llm={config.llm}{'/' + config.model if config.model else ''}, greedy"
+                        f"{', constrained' if constrained else ''}, "
                         f"{config.max_new_tokens} new tokens, {len(autoformalize.EXAMPLES)} few-shot examples "
                         f"{autoformalize.EXAMPLES}; {n} propositions: {counts}")
 

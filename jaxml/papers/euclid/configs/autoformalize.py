@@ -5,6 +5,9 @@ Runbook:
     # a large model behind an OpenAI-compatible server needs only its URL and name:
     python scripts/run.py --config=jaxml/papers/euclid/configs/autoformalize.py:llm=http://host:8000/v1,model=NAME \
         --workdir=/tmp/euclid_af
+    # the local model decoded under the statement grammar (every answer parses; a local model only):
+    python scripts/run.py --config=jaxml/papers/euclid/configs/autoformalize.py:constrained=True \
+        --workdir=/tmp/euclid_af_con
 Full: the local SmolLM2 (greedy, 200 new tokens, batch 8) on the 43 non-example propositions, ~6 min on
 CPU. Quick: the two propositions with the shortest formal statements (I.2 and I.10: 28 and 36 SmolLM2
 tokens), 64 new tokens (the prompts are ~750 tokens: about 6 s of CPU per proposition). Tiny: a scripted fake LLM (2 propositions, one exact and one with its hypotheses dropped),
@@ -20,7 +23,7 @@ from jaxml.core.config import by_scale, experiment_config
 
 def get_config(arg=None) -> ml_collections.ConfigDict:
     c, scale = experiment_config("euclid/autoformalize", arg, llm="smollm2", model="", max_new_tokens=200,
-                                 timeout_s=15.0)
+                                 timeout_s=15.0, constrained=False)
     c.scale = scale
     c.batch_size = 8
     c.names = by_scale(scale, tiny=("I.2", "I.6"), quick=("I.2", "I.10"), full=())  # () = the 43
