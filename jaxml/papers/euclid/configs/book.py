@@ -3,14 +3,12 @@ checked (experiment `euclid/book`).
 
 Runbook:
     python scripts/run.py --config=jaxml/papers/euclid/configs/book.py --workdir=/tmp/euclid_book
-CPU only (z3). Full checks all 48 statements, the 35 proofs and the four lemmas (issue 32, with 31 proofs
-and three lemmas: 399.1 s of solver time, 7 min wall on the 2 shared cores; 31/31 verified; I.24, I.25,
-I.34, I.46 and lemma_I29 were added later and verified in runs of their dependencies, I.24 alone 314.5 s
-of solver time on loaded cores; the full run is not re-measured); quick checks
+CPU only (z3). Full checks all 48 statements, the 35 proofs and the four lemmas (issue 32: 551.0 s of
+solver time, 9m38s wall on the 2 shared cores under load 4-5; 35/35 verified, I.24 196.5 s); quick checks
 all 48 statements and the proofs of I.1-I.12, a set closed under the theorems they apply, so every one
 can be verified (the others rest on the slow lemmas or are slow themselves);
 tiny checks I.1, I.4 and I.5 (about 1 s). Metric: propositions whose proofs are verified (checked, and
-resting only on verified proofs; full: 35/35 expected, last full run 31/31), statements with satisfiable hypotheses (48/48).
+resting only on verified proofs; full: 35/35), statements with satisfiable hypotheses (48/48).
 """
 
 import ml_collections
