@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.20, I.22 and I.23 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.34 and I.46 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -426,11 +426,56 @@ theorem I.24 "If two triangles have the two sides equal to two sides respectivel
   forall (a b c d e f : Point),
   triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and angle(e, d, f) < angle(b, a, c) =>
   |e f| < |b c|
+proof
+  obtain DE by line(d, e)
+  obtain g0 by lemma_I23(d, e, b, a, c, f, DE)
+  obtain DG by line(d, g0)
+  obtain DF by line(d, f)
+  obtain x by extend(g0, d, DG)
+  obtain γ by circle(d, f)
+  obtain g by intersection_circle_line_extend(x, d, γ, DG)
+  have angle(e, d, g) = angle(b, a, c) and same_side(g, f, DE)
+  apply I.4(d, e, g, a, b, c)
+  have not on_line(f, DG)
+  cases
+  case opposite_sides(f, e, DG):
+    have same_side(e, g, DF)
+    have angle(e, d, f) = angle(e, d, g) + angle(g, d, f)
+  case same_side(f, e, DG):
+    obtain EG by line(e, g)
+    cases
+    case on_line(f, EG):
+      have between(e, f, g)
+    case same_side(f, d, EG):
+      apply I.21(g, e, d, f, EG, DE, DG)
+    case opposite_sides(f, d, EG):
+      obtain h by intersection_lines(DF, EG)
+      have between(d, h, f)
+      have between(e, h, g)
+      obtain FE by line(f, e)
+      obtain FG by line(f, g)
+      apply I.5(d, f, g)
+      have angle(e, f, g) = angle(e, f, h) + angle(h, f, g)
+      have angle(d, g, f) = angle(d, g, h) + angle(h, g, f)
+      have angle(h, f, g) = angle(d, f, g) and angle(h, g, f) = angle(e, g, f)
+      apply I.19(e, f, g)
+    end
+  end
+qed
 
 theorem I.25 "If two triangles have the two sides equal to two sides respectively, but have the base greater than the base, they will also have the one of the angles contained by the equal straight lines greater than the other.":
   forall (a b c d e f : Point),
   triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and |e f| < |b c| =>
   angle(e, d, f) < angle(b, a, c)
+proof
+  cases
+  case angle(e, d, f) < angle(b, a, c):
+  case angle(e, d, f) = angle(b, a, c):
+    apply I.4(a, b, c, d, e, f)
+  case angle(b, a, c) < angle(e, d, f):
+    apply I.24(d, e, f, a, b, c)
+  end
+qed
 
 theorem I.26 "If two triangles have the two angles equal to two angles respectively, and one side equal to one side, namely, either the side adjoining the equal angles, or that subtending one of the equal angles, they will also have the remaining sides equal to the remaining sides and the remaining angle to the remaining angle.":
   forall (a b c d e f : Point),
@@ -612,12 +657,37 @@ proof
   apply I.27(a, d, c, b, AC, BD, BC)
 qed
 
+# I.29's alternate angles with only the four points and three lines they involve: I.34 applies it twice,
+# where I.29 itself (with the points produced past the vertices) would put 7 points and 5 lines in context.
+theorem lemma_I29 "I.29's alternate angles, with only the objects they involve.":
+  forall (a e f d : Point) (L M N : Line),
+  on_line(a, L) and on_line(e, L) and on_line(e, N) and on_line(f, N) and on_line(d, M) and on_line(f, M)
+  and a != e and e != f and d != f and opposite_sides(a, d, N) and parallel(L, M) =>
+  angle(a, e, f) = angle(e, f, d)
+proof
+  obtain b by extend(a, e, L)
+  obtain g by extend(f, e, N)
+  apply I.29(a, b, d, e, f, g, L, M, N)
+qed
+
 theorem I.34 "In parallelogrammic areas the opposite sides and angles are equal to one another, and the diameter bisects the areas.":
   forall (a b c d : Point) (AB CD AC BD : Line),
   on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
   and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) =>
   |a b| = |c d| and |a c| = |b d| and angle(b, a, c) = angle(c, d, b) and angle(a, b, d) = angle(d, c, a)
   and area(a, b, c) = area(d, c, b)
+proof
+  have a != b and a != c and b != d and c != d
+  obtain BC by line(b, c)
+  have same_side(a, b, CD) and same_side(b, d, AC) and same_side(a, c, BD) and same_side(c, d, AB)
+  have opposite_sides(a, d, BC)
+  apply lemma_I29(a, b, c, d, AB, CD, BC)
+  apply lemma_I29(a, c, b, d, AC, BD, BC)
+  apply I.26(a, b, c, d, c, b)
+  apply sss(a, b, c, d, c, b)
+  have angle(a, b, d) = angle(a, b, c) + angle(c, b, d)
+  have angle(d, c, a) = angle(d, c, b) + angle(b, c, a)
+qed
 
 theorem I.35 "Parallelograms which are on the same base and in the same parallels are equal to one another.":
   forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
@@ -698,6 +768,22 @@ theorem I.46 "On a given straight line to describe a square.":
   forall (a b : Point), a != b =>
   exists (c d : Point), |a b| = |b d| and |b d| = |d c| and |d c| = |c a| and angle(c, a, b) = right
   and angle(a, b, d) = right and angle(b, d, c) = right and angle(d, c, a) = right
+proof
+  obtain AB by line(a, b)
+  obtain f by I.11(b, a, AB)
+  obtain AF by line(a, f)
+  obtain x by extend(f, a, AF)
+  obtain γ by circle(a, b)
+  obtain c by intersection_circle_line_extend(x, a, γ, AF)
+  have angle(b, a, c) = right and |a c| = |a b|
+  obtain M by I.31(c, AB)
+  obtain N by I.31(b, AF)
+  have lines_meet(M, N)
+  obtain d by intersection_lines(M, N)
+  apply I.34(a, b, c, d, AB, M, AF, N)
+  obtain y by extend(b, a, AB)
+  apply I.29(x, c, d, a, b, y, AF, N, AB)
+qed
 
 theorem I.47 "In right-angled triangles the square on the side subtending the right angle is equal to the squares on the sides containing the right angle.":
   forall (a b c : Point), triangle(a, b, c) and angle(b, a, c) = right =>

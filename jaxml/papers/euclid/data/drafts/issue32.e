@@ -3,90 +3,6 @@
 # moves into data/book1.e only once `euclid.book.check_book()` verifies it with everything else.
 # Theorem texts are "x" (the statements are the ones of data/book1.e).
 
-# I.24: the first version (the steps after the split on f's side of dg run in both branches) timed out at
-# `have same_side(f, e, DG)`; this one checks that side by cases. Its run (I.4, I.5, I.19, I.21 and lemma_I23
-# taken as given) had checked its first 28 obligations, all ok, when it was stopped for lack of time.
-theorem I.24 "x":
-  forall (a b c d e f : Point),
-  triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and angle(e, d, f) < angle(b, a, c) =>
-  |e f| < |b c|
-proof
-  obtain DE by line(d, e)
-  obtain g0 by lemma_I23(d, e, b, a, c, f, DE)
-  obtain DG by line(d, g0)
-  obtain DF by line(d, f)
-  obtain x by extend(g0, d, DG)
-  obtain γ by circle(d, f)
-  obtain g by intersection_circle_line_extend(x, d, γ, DG)
-  have angle(e, d, g) = angle(b, a, c) and same_side(g, f, DE)
-  apply I.4(d, e, g, a, b, c)
-  have not on_line(f, DG)
-  cases
-  case opposite_sides(f, e, DG):
-    have same_side(e, g, DF)
-    have angle(e, d, f) = angle(e, d, g) + angle(g, d, f)
-  case same_side(f, e, DG):
-    obtain EG by line(e, g)
-    cases
-    case on_line(f, EG):
-      have between(e, f, g)
-    case same_side(f, d, EG):
-      apply I.21(g, e, d, f, EG, DE, DG)
-    case opposite_sides(f, d, EG):
-      obtain h by intersection_lines(DF, EG)
-      have between(d, h, f)
-      have between(e, h, g)
-      obtain FE by line(f, e)
-      obtain FG by line(f, g)
-      apply I.5(d, f, g)
-      have angle(e, f, g) = angle(e, f, h) + angle(h, f, g)
-      have angle(d, g, f) = angle(d, g, h) + angle(h, g, f)
-      have angle(h, f, g) = angle(d, f, g) and angle(h, g, f) = angle(e, g, f)
-      apply I.19(e, f, g)
-    end
-  end
-qed
-
-# I.25: checked (8.7 s of solver time) with I.24 taken as given.
-theorem I.25 "x":
-  forall (a b c d e f : Point),
-  triangle(a, b, c) and triangle(d, e, f) and |a b| = |d e| and |a c| = |d f| and |e f| < |b c| =>
-  angle(e, d, f) < angle(b, a, c)
-proof
-  cases
-  case angle(e, d, f) < angle(b, a, c):
-  case angle(e, d, f) = angle(b, a, c):
-    apply I.4(a, b, c, d, e, f)
-  case angle(b, a, c) < angle(e, d, f):
-    apply I.24(d, e, f, a, b, c)
-  end
-qed
-
-# I.34: its second I.29 needs points produced past b and c; with 7 points and 5 lines the query's bound on
-# ground instances (3,333,110) passes max_instances (2,000,000): `obtain h by extend(b, c, BC)` is a timeout.
-theorem I.34 "x":
-  forall (a b c d : Point) (AB CD AC BD : Line),
-  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
-  and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) =>
-  |a b| = |c d| and |a c| = |b d| and angle(b, a, c) = angle(c, d, b) and angle(a, b, d) = angle(d, c, a)
-  and area(a, b, c) = area(d, c, b)
-proof
-  have a != b and a != c and b != d and c != d
-  obtain BC by line(b, c)
-  have same_side(a, b, CD) and same_side(b, d, AC) and same_side(a, c, BD) and same_side(c, d, AB)
-  have opposite_sides(a, d, BC)
-  obtain x by extend(a, b, AB)
-  obtain g by extend(c, b, BC)
-  apply I.29(a, x, d, b, c, g, AB, CD, BC)
-  obtain y by extend(a, c, AC)
-  obtain h by extend(b, c, BC)
-  apply I.29(a, y, d, c, b, h, AC, BD, BC)
-  apply I.26(a, b, c, d, c, b)
-  apply sss(a, b, c, d, c, b)
-  have angle(a, b, d) = angle(a, b, c) + angle(c, b, d)
-  have angle(d, c, a) = angle(d, c, b) + angle(b, c, a)
-qed
-
 # I.43: the complements via I.34 three times, I.30 twice and parallelogram_area twice; killed at its second
 # step (9 points, 7 lines: each query grounds hundreds of thousands of instances).
 theorem I.43 "x":
@@ -114,28 +30,6 @@ proof
   have area(a, k, b) = area(a, e, k) + area(k, e, b) and area(b, k, d) = area(b, h, k) + area(k, h, d)
   have area(a, c, d) = area(a, k, c) + area(c, k, d)
   have area(a, k, c) = area(a, g, k) + area(k, g, c) and area(c, k, d) = area(c, f, k) + area(k, f, d)
-qed
-
-# I.46: checked (161 s of solver time on the loaded cores) with I.31 and I.34 taken as given.
-theorem I.46 "x":
-  forall (a b : Point), a != b =>
-  exists (c d : Point), |a b| = |b d| and |b d| = |d c| and |d c| = |c a| and angle(c, a, b) = right
-  and angle(a, b, d) = right and angle(b, d, c) = right and angle(d, c, a) = right
-proof
-  obtain AB by line(a, b)
-  obtain f by I.11(b, a, AB)
-  obtain AF by line(a, f)
-  obtain x by extend(f, a, AF)
-  obtain γ by circle(a, b)
-  obtain c by intersection_circle_line_extend(x, a, γ, AF)
-  have angle(b, a, c) = right and |a c| = |a b|
-  obtain M by I.31(c, AB)
-  obtain N by I.31(b, AF)
-  have lines_meet(M, N)
-  obtain d by intersection_lines(M, N)
-  apply I.34(a, b, c, d, AB, M, AF, N)
-  obtain y by extend(b, a, AB)
-  apply I.29(x, c, d, a, b, y, AF, N, AB)
 qed
 
 # I.48: checked (59 s) with I.47 taken as given.
