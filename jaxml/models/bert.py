@@ -402,8 +402,10 @@ def l2_normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
     return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
 
 
-def _sentence_embeddings(model: Bert, params: Params, input_ids: jax.Array, attention_mask: jax.Array,
-                         token_type_ids: jax.Array) -> jax.Array:
+def sentence_embeddings(model: Bert, params: Params, input_ids: jax.Array, attention_mask: jax.Array,
+                        token_type_ids: jax.Array | None = None) -> jax.Array:
+    """Unit-norm sentence embeddings [batch, hidden] of `model` (any `Ops`) with `params`: mean
+    pooling over the attention mask, then L2 normalisation (sentence-transformers' pipeline)."""
     hidden = model.apply({"params": params}, input_ids, attention_mask, token_type_ids)
     return l2_normalize(mean_pool(hidden, attention_mask))
 
@@ -453,7 +455,7 @@ class SentenceEncoder:
         model = Bert(self.config)
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "_forward", jax.jit(
-            lambda params, ids, mask, types: _sentence_embeddings(model, params, ids, mask, types)))
+            lambda params, ids, mask, types: sentence_embeddings(model, params, ids, mask, types)))
 
     @classmethod
     def from_dir(cls, model_dir: PathLike, max_length: int | None = None,

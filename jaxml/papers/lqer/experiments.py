@@ -450,9 +450,9 @@ def sentence_batches(tokenizer, sentences: list[str], batch: int, max_tokens: in
 
 @functools.lru_cache(maxsize=8)
 def _embedder(bert_config, act: QuantFormat):
-    from jaxml.models.bert import Bert, l2_normalize, mean_pool
+    from jaxml.models.bert import Bert, sentence_embeddings
     quantized = Bert(bert_config, ops=quantized_ops(act))
-    return jax.jit(lambda p, ids, mask: l2_normalize(mean_pool(quantized.apply({"params": p}, ids, mask), mask)))
+    return jax.jit(lambda p, ids, mask: sentence_embeddings(quantized, p, ids, mask))
 
 
 def embed(model, params, act: QuantFormat, batches, n: int) -> np.ndarray:
