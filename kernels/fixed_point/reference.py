@@ -69,7 +69,7 @@ def relative_residual(z_next: jax.Array, z: jax.Array) -> jax.Array:
 
 
 def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 1e-4,
-            max_iter: int = 200, record: bool = False):
+            max_iter: int = 200, record: bool = False, f_z0: jax.Array | None = None):
     """Plain fixed-point iteration as a `lax.while_loop`.
 
     Args:
@@ -78,6 +78,9 @@ def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 
       tol: stop when the relative residual is below it.
       max_iter: at most this many applications of f (>= 1).
       record: also return the residual of every iteration, [max_iter] float32 (NaN after the stop).
+      f_z0: f(z0), when the caller has it without applying f (for a map act(W z + x) from z0 = 0 it
+        is act(x), no product with W): the first iteration uses it instead of calling f. It counts
+        as one application, so iteration counts, iterates and residuals are those of the plain loop.
     Returns:
       `(z, iterations, residual)`: the last iterate, the number of applications of f (int32), the
       last relative residual (float32); with `record`, a fourth element, the residual history.
@@ -99,6 +102,11 @@ def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 
         return z_next, k + 1, res, hist
 
     init = (z0, jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, jnp.float32), history0)
+    if f_z0 is not None:   # the first iteration, without calling f
+        if f_z0.shape != z0.shape or f_z0.dtype != z0.dtype:
+            raise ValueError(f"f_z0 must have z0's shape and dtype {z0.shape} {z0.dtype}; got {f_z0.shape} {f_z0.dtype}")
+        res1 = relative_residual(f_z0, z0)
+        init = (f_z0, jnp.ones((), jnp.int32), res1, history0.at[0].set(res1) if record else history0)
     z, k, res, hist = jax.lax.while_loop(cond, body, init)
     return (z, k, res, hist) if record else (z, k, res)
 

@@ -386,7 +386,9 @@ class DEQLayer(nn.Module):
             if fz:   # the kernel's forward solve, then the official output and adjoint (XLA)
                 z = official_output(f, solver, w, inj, z, probe.value)
         else:
-            z, stats = deq_solve(f, w, inj, solver=solver, probe=probe.value, output=self.output)
+            # From z0 = 0 the first iterate is act(W 0 + inj) = act(inj): no product with W.
+            z, stats = deq_solve(f, w, inj, solver=solver, probe=probe.value, output=self.output,
+                                 map_at_zero=lambda w_, x_: act(x_))
         self.sow("diagnostics", "forward_iterations", stats.iterations.astype(jnp.float32))
         self.sow("diagnostics", "forward_residual", stats.residual)
         return z

@@ -73,13 +73,14 @@ class DEQStats(NamedTuple):
 
 def anderson(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 1e-4,
              max_iter: int = 200, memory: int = 5, beta: float = 1.0, lam: float = 1e-4,
-             nonnegative: bool = False, record: bool = False):
+             nonnegative: bool = False, record: bool = False, f_z0: jax.Array | None = None):
     """Anderson acceleration (type II, per example along axis 0), same stop rule as `iterate`.
 
     Each example b keeps the last `memory` pairs (x_i, f(x_i)) and takes
     x_next = beta * sum_i a_i f(x_i) + (1 - beta) * sum_i a_i x_i with the weights a (sum 1) that
     minimise ||sum_i a_i (f(x_i) - x_i)||^2 + lam s ||a||^2, s the largest ||f(x_i) - x_i||^2
-    (relative regularisation: an absolute lam stalls once residuals are tiny). Returns the last f evaluation, the number
+    (relative regularisation: an absolute lam stalls once residuals are tiny). `f_z0`: f(z0) when
+    known without applying f (see `iterate`). Returns the last f evaluation, the number
     of f evaluations, the final residual ||f(x) - x|| / (||f(x)|| + 1e-5) over the whole batch, and
     with `record` the residual history [max_iter] (NaN where not reached).
     """
@@ -89,7 +90,7 @@ def anderson(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float =
     m = memory
     X = jnp.zeros((batch, m, flat(z0).shape[1]), jnp.float32)
     F = jnp.zeros_like(X)
-    f0 = f(z0)
+    f0 = f(z0) if f_z0 is None else f_z0
     X, F = X.at[:, 0].set(flat(z0)), F.at[:, 0].set(flat(f0))
     f1 = f(f0)
     X, F = X.at[:, 1 % m].set(flat(f0)), F.at[:, 1 % m].set(flat(f1))
@@ -147,23 +148,29 @@ def _anderson_out(z, k, res, hist, record, shape, dtype):
 
 
 def find_fixed_point(f: Callable[[jax.Array], jax.Array], z0: jax.Array, solver: Solver = Solver(),
-                     record: bool = False):
-    """`(z, iterations, residual[, history])` with the solver's method (see `iterate`, `anderson`)."""
+                     record: bool = False, f_z0: jax.Array | None = None):
+    """`(z, iterations, residual[, history])` with the solver's method (see `iterate`, `anderson`);
+    `f_z0`: f(z0) when known without applying f (the first iteration then skips f)."""
     solver.validate()
     if solver.method == "iteration":
-        return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record)
+        return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record, f_z0=f_z0)
     return anderson(f, z0, tol=solver.tol, max_iter=solver.max_iter, memory=solver.memory,
-                    beta=solver.beta, lam=solver.lam, nonnegative=solver.nonnegative, record=record)
+                    beta=solver.beta, lam=solver.lam, nonnegative=solver.nonnegative, record=record, f_z0=f_z0)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def _deq(f, solver, params, x, probe):
-    z, k, r = find_fixed_point(lambda z: f(params, z, x), jnp.zeros_like(x), solver)
+def _first_iterate(map_at_zero, params, x):
+    return None if map_at_zero is None else map_at_zero(params, x)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _deq(f, solver, map_at_zero, params, x, probe):
+    z, k, r = find_fixed_point(lambda z: f(params, z, x), jnp.zeros_like(x), solver,
+                               f_z0=_first_iterate(map_at_zero, params, x))
     return z, k, r
 
 
-def _deq_fwd(f, solver, params, x, probe):
-    z, k, r = _deq(f, solver, params, x, probe)
+def _deq_fwd(f, solver, map_at_zero, params, x, probe):
+    z, k, r = _deq(f, solver, map_at_zero, params, x, probe)
     return (z, k, r), (params, x, z)
 
 
@@ -178,7 +185,7 @@ def _probe_cotangent(k, r):
     return jnp.stack([k.astype(jnp.float32), r.astype(jnp.float32)])
 
 
-def _deq_bwd(f, solver, residuals, cotangents):
+def _deq_bwd(f, solver, map_at_zero, residuals, cotangents):
     params, x, z = residuals
     u, k, r = _adjoint(f, solver, params, x, z, cotangents[0])
     _, vjp_px = jax.vjp(lambda p, xx: f(p, z, xx), params, x)
@@ -231,7 +238,8 @@ def official_output(f, solver, params, x, z, probe):
 
 def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, x: jax.Array, *,
               solver: Solver = Solver(), probe: jax.Array | None = None,
-              output: str = "z") -> tuple[jax.Array, DEQStats]:
+              output: str = "z", map_at_zero: Callable[[Any, jax.Array], jax.Array] | None = None,
+              ) -> tuple[jax.Array, DEQStats]:
     """The fixed point z* = f(params, z*, x) from z0 = 0, with the implicit gradient.
 
     Args:
@@ -242,6 +250,11 @@ def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, 
       probe: optional float32 [2]; its cotangent is [backward iterations, backward residual].
       output: 'z' returns z* (differentiated by `_deq`'s custom_vjp); 'fz' returns f(z*), one more
         application of f, as the official forward does (`official_output`).
+      map_at_zero: optional `(params, x) -> f(params, 0, x)` in closed form (a map act(W z + x) gives
+        act(x)): the solve's first iteration, from z0 = 0, uses it instead of applying f, which saves
+        one product with W per solve (a convolution per block in the conv networks). Hashable (a
+        static argument): a module-level function or one cached per configuration. The result is
+        the same as without it wherever W z at z = 0 is exactly 0 (finite W).
     Returns:
       `(z* or f(z*), DEQStats(iterations, residual))` of the forward solve.
     """
@@ -252,9 +265,10 @@ def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, 
         raise ValueError(f"deq_solve: probe must have shape (2,), got {probe.shape}")
     if output == "fz":
         sp, sx = jax.lax.stop_gradient((params, x))
-        z, k, r = find_fixed_point(lambda zz: f(sp, zz, sx), jnp.zeros_like(x), solver)
+        z, k, r = find_fixed_point(lambda zz: f(sp, zz, sx), jnp.zeros_like(x), solver,
+                                   f_z0=_first_iterate(map_at_zero, sp, sx))
         return official_output(f, solver, params, x, z, probe), DEQStats(k, r)
-    z, k, r = _deq(f, solver, params, x, probe)
+    z, k, r = _deq(f, solver, map_at_zero, params, x, probe)
     return z, DEQStats(k, r)
 
 

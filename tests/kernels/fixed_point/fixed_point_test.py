@@ -161,6 +161,27 @@ def test_max_iter_stops_the_loop():
         assert np.all(np.asarray(res) > 1e-12)
 
 
+def test_iterate_with_a_known_first_image_is_the_same_loop():
+    # f_z0 = f(z0) replaces the first application of f: iterates, counts, residuals and history must
+    # be those of the plain loop, bit for bit (the same float32 operations in the same order).
+    w, x, _ = _problem(80, 64, "slow")
+    f = lambda z: jax.nn.soft_sign(jnp.matmul(z, w, precision="highest") + x)
+    z0 = jnp.zeros_like(x)
+    for max_iter in (1, 2, 200):
+        plain = iterate(f, z0, tol=1e-5, max_iter=max_iter, record=True)
+        known = iterate(f, z0, tol=1e-5, max_iter=max_iter, record=True, f_z0=jax.nn.soft_sign(x))
+        for a, b in zip(plain, known):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(plain[1]) > 2   # the loop ran past its first iteration
+    # It is f_z0 that the first iteration returns (f is not applied): a planted value comes back.
+    planted = jnp.full_like(x, 0.25)
+    z1, k1, r1 = iterate(f, z0, max_iter=1, f_z0=planted)
+    np.testing.assert_array_equal(np.asarray(z1), np.asarray(planted))
+    assert int(k1) == 1 and float(r1) == pytest.approx(1.0, abs=1e-4)
+    with pytest.raises(ValueError, match="f_z0 must have z0's shape"):
+        iterate(f, z0, f_z0=x[:2])
+
+
 @pytest.mark.parametrize("implementation", ["xla", "pallas"])
 def test_solution_is_a_fixed_point(implementation):
     w, x, _ = _problem(80, 64, "slow", seed=5)

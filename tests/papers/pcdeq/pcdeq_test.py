@@ -113,6 +113,31 @@ def test_official_output_is_one_more_step_with_the_implicit_gradient_of_unrolled
         assert 5 < float(probe[0]) < 400 and float(probe[1]) < 1e-12
 
 
+def test_map_at_zero_is_the_first_iteration_and_changes_nothing():
+    # map_at_zero(w, x) = f(w, 0, x) = act(x) replaces the solve's first product with W: values,
+    # statistics and gradients (w and x; both outputs; plain and Anderson) equal those without it,
+    # bit for bit, since W 0 = 0 exactly for finite W. (The dense loop: the fixed-point kernel tests.)
+    f, w, x = _problem(True, "softsign", scale=0.09)
+    at_zero = lambda w_, x_: conv_activation("softsign")(x_)
+    t = _normal(x.shape, 3)
+    for solver, outputs in ((Solver(tol=1e-5), ("z", "fz")), (Solver(tol=1e-5, method="anderson"), ("z",))):
+        for output in outputs:
+            def loss(w_, x_, mz):
+                z, stats = deq_solve(f, w_, x_, solver=solver, output=output, map_at_zero=mz)
+                return jnp.sum(z * t), stats
+            (va, sa), ga = jax.value_and_grad(loss, (0, 1), has_aux=True)(w, x, None)
+            (vb, sb), gb = jax.value_and_grad(loss, (0, 1), has_aux=True)(w, x, at_zero)
+            assert int(sa.iterations) > 2 and int(sa.iterations) == int(sb.iterations)
+            np.testing.assert_array_equal(np.asarray(sa.residual), np.asarray(sb.residual))
+            np.testing.assert_array_equal(np.asarray(va), np.asarray(vb))
+            for a, b in zip(ga, gb):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # It is used: with one iteration the output is map_at_zero's value, here a planted one.
+    planted = lambda w_, x_: jnp.full_like(x_, 0.5)
+    z, stats = deq_solve(f, w, x, solver=Solver(max_iter=1), map_at_zero=planted)
+    np.testing.assert_array_equal(np.asarray(z), 0.5)
+
+
 def test_probe_reports_backward_iterations():
     f, w, x = _problem(False, "softsign", scale=0.05)
     t = _normal(x.shape, 3)
