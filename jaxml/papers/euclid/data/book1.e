@@ -720,18 +720,40 @@ theorem I.39 "Equal triangles which are on the same base and on the same side ar
   on_line(b, BC) and on_line(c, BC) and b != c and same_side(a, d, BC) and area(a, b, c) = area(d, b, c)
   and a != d and on_line(a, AD) and on_line(d, AD) =>
   parallel(AD, BC)
+proof
+  obtain M by I.31(a, BC)
+  obtain BD by line(b, d)
+  have lines_meet(M, BD)
+  obtain e by intersection_lines(M, BD)
+  apply I.37(a, b, c, e, M, BC)
+  have same_side(e, d, BC)
+  have e = d
+qed
 
 theorem I.40 "Equal triangles which are on equal bases and on the same side are also in the same parallels.":
   forall (a b c d e f : Point) (BF AD : Line),
   on_line(b, BF) and on_line(c, BF) and on_line(e, BF) and on_line(f, BF) and b != c and |b c| = |e f|
   and same_side(a, d, BF) and area(a, b, c) = area(d, e, f) and a != d and on_line(a, AD) and on_line(d, AD) =>
   parallel(AD, BF)
+proof
+  obtain M by I.31(a, BF)
+  obtain ED by line(e, d)
+  have lines_meet(M, ED)
+  obtain g by intersection_lines(M, ED)
+  apply I.38(a, b, c, g, e, f, M, BF)
+  have same_side(g, d, BF)
+  have g = d
+qed
 
 theorem I.41 "If a parallelogram have the same base with a triangle and be in the same parallels, the parallelogram is double of the triangle.":
   forall (a b c d e : Point) (AE BC AB DC : Line),
   on_line(a, AE) and on_line(d, AE) and on_line(e, AE) and on_line(b, BC) and on_line(c, BC) and parallel(AE, BC)
   and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC) =>
   area(a, b, c) + area(a, c, d) = 2 * area(e, b, c)
+proof
+  apply I.34(b, a, c, d, AB, DC, BC, AE)
+  apply I.37(a, b, c, e, AE, BC)
+qed
 
 theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e g : Point), triangle(a, b, c) and triangle(e, d, g) =>
@@ -792,3 +814,16 @@ theorem I.47 "In right-angled triangles the square on the side subtending the ri
 theorem I.48 "If in a triangle the square on one of the sides be equal to the squares on the remaining two sides of the triangle, the angle contained by the remaining two sides of the triangle is right.":
   forall (a b c : Point), triangle(a, b, c) and |b c| * |b c| = |a b| * |a b| + |a c| * |a c| =>
   angle(b, a, c) = right
+proof
+  obtain AC by line(a, c)
+  obtain f by I.11(c, a, AC)
+  obtain AF by line(a, f)
+  obtain γ by circle(a, b)
+  obtain x by extend(f, a, AF)
+  obtain d by intersection_circle_line_extend(x, a, γ, AF)
+  have angle(d, a, c) = right and |a d| = |a b|
+  apply I.47(a, d, c)
+  have |d c| * |d c| = |b c| * |b c|
+  have |d c| = |b c|
+  apply sss(a, d, c, a, b, c)
+qed
