@@ -887,7 +887,7 @@ proof
   end
 qed
 
-theorem lemma_I47_sq "In a triangle right-angled at a, the triangle cbf on the side bf of the square on ab (drawn on the side of c) is half that square, and angle fbc is angle abc short of a right angle.":
+theorem lemma_I47_sq "With a right angle at a: on the side bf of the square on ab (towards c), triangle cbf is half the square.":
   forall (a b c : Point) (AB : Line), triangle(a, b, c) and angle(b, a, c) = right and on_line(a, AB) and on_line(b, AB) =>
   exists (f : Point), |b f| = |b a| and 2 * area(c, b, f) = |a b| * |a b| and angle(f, b, c) + angle(a, b, c) = right
 proof
@@ -897,7 +897,7 @@ proof
   have angle(a, b, f) = angle(a, b, c) + angle(c, b, f)
 qed
 
-theorem lemma_I47_rect "In a triangle right-angled at a, with m the foot of the perpendicular from a on bc, the triangle abd on the side bd of the square on bc (drawn on the side of a) is half the rectangle |b c| * |b m|, and angle abd is angle abc short of a right angle.":
+theorem lemma_I47_rect "With m the foot of the perpendicular from a on bc: on the side bd of the square on bc (towards a), triangle abd is half the rectangle |b c| * |b m|.":
   forall (a b c m : Point) (BC : Line),
   triangle(a, b, c) and on_line(b, BC) and on_line(c, BC) and between(b, m, c) and angle(a, m, b) = right =>
   exists (d : Point), |b d| = |b c| and 2 * area(a, b, d) = |b c| * |b m| and angle(a, b, d) + angle(a, b, c) = right
