@@ -720,18 +720,40 @@ theorem I.39 "Equal triangles which are on the same base and on the same side ar
   on_line(b, BC) and on_line(c, BC) and b != c and same_side(a, d, BC) and area(a, b, c) = area(d, b, c)
   and a != d and on_line(a, AD) and on_line(d, AD) =>
   parallel(AD, BC)
+proof
+  obtain M by I.31(a, BC)
+  obtain BD by line(b, d)
+  have lines_meet(M, BD)
+  obtain e by intersection_lines(M, BD)
+  apply I.37(a, b, c, e, M, BC)
+  have same_side(e, d, BC)
+  have e = d
+qed
 
 theorem I.40 "Equal triangles which are on equal bases and on the same side are also in the same parallels.":
   forall (a b c d e f : Point) (BF AD : Line),
   on_line(b, BF) and on_line(c, BF) and on_line(e, BF) and on_line(f, BF) and b != c and |b c| = |e f|
   and same_side(a, d, BF) and area(a, b, c) = area(d, e, f) and a != d and on_line(a, AD) and on_line(d, AD) =>
   parallel(AD, BF)
+proof
+  obtain M by I.31(a, BF)
+  obtain ED by line(e, d)
+  have lines_meet(M, ED)
+  obtain g by intersection_lines(M, ED)
+  apply I.38(a, b, c, g, e, f, M, BF)
+  have same_side(g, d, BF)
+  have g = d
+qed
 
 theorem I.41 "If a parallelogram have the same base with a triangle and be in the same parallels, the parallelogram is double of the triangle.":
   forall (a b c d e : Point) (AE BC AB DC : Line),
   on_line(a, AE) and on_line(d, AE) and on_line(e, AE) and on_line(b, BC) and on_line(c, BC) and parallel(AE, BC)
   and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC) =>
   area(a, b, c) + area(a, c, d) = 2 * area(e, b, c)
+proof
+  apply I.34(b, a, c, d, AB, DC, BC, AE)
+  apply I.37(a, b, c, e, AE, BC)
+qed
 
 theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e g : Point), triangle(a, b, c) and triangle(e, d, g) =>
@@ -785,10 +807,149 @@ proof
   apply I.29(x, c, d, a, b, y, AF, N, AB)
 qed
 
+# Lemmas for I.47 (Euclid's proof with the squares drawn inwards, so that every angle is a difference of a
+# right angle and angle abc, and with the triangle-as-half-a-rectangle step of I.41 in a lemma of its own).
+theorem lemma_I47_perp "A perpendicular bf to ab at b, on the side of c, with |b f| = |b a|.":
+  forall (a b c : Point) (L : Line), on_line(a, L) and on_line(b, L) and a != b and not on_line(c, L) =>
+  exists (f : Point), same_side(f, c, L) and angle(a, b, f) = right and |b f| = |b a|
+proof
+  obtain f0 by I.11(a, b, L)
+  obtain γ by circle(b, a)
+  obtain N by line(b, f0)
+  cases
+  case same_side(f0, c, L):
+    obtain x by extend(f0, b, N)
+    obtain f by intersection_circle_line_extend(x, b, γ, N)
+    have opposite_sides(x, f0, L) and opposite_sides(x, f, L)
+    have same_side(f, f0, L)
+    have angle(a, b, f) = angle(a, b, f0)
+  case not same_side(f0, c, L):
+    obtain f by intersection_circle_line_extend(f0, b, γ, N)
+    have not on_line(a, N)
+    apply I.13(a, b, f0, f, N)
+  end
+qed
+
+theorem lemma_I47_tri "A triangle xbd, with bd perpendicular to bm at b and x on the perpendicular to bm at m, is half the rectangle |b d| * |b m|.":
+  forall (x b d m : Point) (BM BD : Line),
+  on_line(b, BM) and on_line(m, BM) and on_line(b, BD) and on_line(d, BD) and b != m and angle(m, b, d) = right
+  and angle(b, m, x) = right and same_side(x, d, BM) =>
+  2 * area(x, b, d) = |b d| * |b m| and same_side(m, x, BD)
+proof
+  obtain MX by line(m, x)
+  obtain g by extend(b, m, BM)
+  have angle(x, m, b) + angle(m, b, d) = 2 * right
+  apply I.28(x, d, m, b, g, MX, BD, BM)
+  obtain DL by I.31(d, BM)
+  have lines_meet(MX, DL)
+  obtain l by intersection_lines(MX, DL)
+  apply I.34(m, l, b, d, MX, BD, BM, DL)
+  apply rectangle_area(m, l, b, d, MX, BD, BM, DL)
+  apply I.41(m, b, d, l, x, MX, BD, BM, DL)
+qed
+
+theorem lemma_I47_right "A right angle at h on a line L is right with any other point p of L.":
+  forall (a g h p : Point) (L : Line),
+  on_line(g, L) and on_line(h, L) and on_line(p, L) and g != h and p != h and not on_line(a, L)
+  and angle(g, h, a) = right =>
+  angle(p, h, a) = right
+proof
+  obtain M by line(h, a)
+  cases
+  case between(g, h, p):
+    apply I.13(a, h, g, p, L)
+  case not between(g, h, p):
+  end
+qed
+
+theorem lemma_I47_foot "In a triangle right-angled at a the perpendicular from a on bc falls between b and c.":
+  forall (a b c g h : Point) (BC : Line),
+  triangle(a, b, c) and angle(b, a, c) = right and on_line(b, BC) and on_line(c, BC) and on_line(g, BC)
+  and on_line(h, BC) and g != h and angle(g, h, a) = right =>
+  between(b, h, c) and angle(a, h, b) = right and angle(a, h, c) = right
+proof
+  apply I.17(c, a, b)
+  apply I.17(b, a, c)
+  cases
+  case h = b:
+    apply lemma_I47_right(a, g, b, c, BC)
+  case h = c:
+    apply lemma_I47_right(a, g, c, b, BC)
+  case between(h, b, c):
+    apply lemma_I47_right(a, g, h, b, BC)
+    apply I.16(a, h, b, c)
+  case between(b, c, h):
+    apply lemma_I47_right(a, g, h, c, BC)
+    apply I.16(a, h, c, b)
+  case between(b, h, c):
+    apply lemma_I47_right(a, g, h, b, BC)
+    apply lemma_I47_right(a, g, h, c, BC)
+  end
+qed
+
+theorem lemma_I47_sq "With a right angle at a: on the side bf of the square on ab (towards c), triangle cbf is half the square.":
+  forall (a b c : Point) (AB : Line), triangle(a, b, c) and angle(b, a, c) = right and on_line(a, AB) and on_line(b, AB) =>
+  exists (f : Point), |b f| = |b a| and 2 * area(c, b, f) = |a b| * |a b| and angle(f, b, c) + angle(a, b, c) = right
+proof
+  obtain f by lemma_I47_perp(a, b, c, AB)
+  obtain BF by line(b, f)
+  apply lemma_I47_tri(c, b, f, a, AB, BF)
+  have angle(a, b, f) = angle(a, b, c) + angle(c, b, f)
+qed
+
+theorem lemma_I47_rect "With m the foot of the perpendicular from a on bc: on the side bd of the square on bc (towards a), triangle abd is half the rectangle |b c| * |b m|.":
+  forall (a b c m : Point) (BC : Line),
+  triangle(a, b, c) and on_line(b, BC) and on_line(c, BC) and between(b, m, c) and angle(a, m, b) = right =>
+  exists (d : Point), |b d| = |b c| and 2 * area(a, b, d) = |b c| * |b m| and angle(a, b, d) + angle(a, b, c) = right
+proof
+  obtain d by lemma_I47_perp(c, b, a, BC)
+  obtain BD by line(b, d)
+  have not between(m, b, c)
+  have angle(m, b, d) = right
+  apply lemma_I47_tri(a, b, d, m, BC, BD)
+  have same_side(m, c, BD)
+  have same_side(c, a, BD)
+  have angle(c, b, d) = angle(c, b, a) + angle(a, b, d)
+qed
+
+theorem lemma_I47_half "In a triangle right-angled at a, with m the foot of the perpendicular from a on bc, the square on ab equals the rectangle |b c| * |b m|.":
+  forall (a b c m : Point) (BC : Line),
+  triangle(a, b, c) and angle(b, a, c) = right and on_line(b, BC) and on_line(c, BC) and between(b, m, c)
+  and angle(a, m, b) = right =>
+  |a b| * |a b| = |b c| * |b m|
+proof
+  obtain AB by line(a, b)
+  obtain f by lemma_I47_sq(a, b, c, AB)
+  obtain d by lemma_I47_rect(a, b, c, m, BC)
+  have angle(f, b, c) = angle(a, b, d)
+  apply sas(b, f, c, b, a, d)
+qed
+
 theorem I.47 "In right-angled triangles the square on the side subtending the right angle is equal to the squares on the sides containing the right angle.":
   forall (a b c : Point), triangle(a, b, c) and angle(b, a, c) = right =>
   |b c| * |b c| = |a b| * |a b| + |a c| * |a c|
+proof
+  obtain BC by line(b, c)
+  obtain g h by I.12(a, BC)
+  apply lemma_I47_foot(a, b, c, g, h, BC)
+  apply lemma_I47_half(a, b, c, h, BC)
+  apply lemma_I47_half(a, c, b, h, BC)
+  have |b h| + |h c| = |b c|
+qed
 
 theorem I.48 "If in a triangle the square on one of the sides be equal to the squares on the remaining two sides of the triangle, the angle contained by the remaining two sides of the triangle is right.":
   forall (a b c : Point), triangle(a, b, c) and |b c| * |b c| = |a b| * |a b| + |a c| * |a c| =>
   angle(b, a, c) = right
+proof
+  obtain AC by line(a, c)
+  obtain f by I.11(c, a, AC)
+  obtain AF by line(a, f)
+  obtain γ by circle(a, b)
+  obtain x by extend(f, a, AF)
+  obtain d by intersection_circle_line_extend(x, a, γ, AF)
+  have angle(d, a, c) = right and |a d| = |a b|
+  apply I.47(a, d, c)
+  have |d c| * |d c| = |b c| * |b c|
+  have |d c| = |b c|
+  apply sss(a, d, c, a, b, c)
+qed

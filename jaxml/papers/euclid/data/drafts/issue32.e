@@ -32,24 +32,6 @@ proof
   have area(a, k, c) = area(a, g, k) + area(k, g, c) and area(c, k, d) = area(c, f, k) + area(k, f, d)
 qed
 
-# I.48: checked (59 s) with I.47 taken as given.
-theorem I.48 "x":
-  forall (a b c : Point), triangle(a, b, c) and |b c| * |b c| = |a b| * |a b| + |a c| * |a c| =>
-  angle(b, a, c) = right
-proof
-  obtain AC by line(a, c)
-  obtain f by I.11(c, a, AC)
-  obtain AF by line(a, f)
-  obtain γ by circle(a, b)
-  obtain x by extend(f, a, AF)
-  obtain d by intersection_circle_line_extend(x, a, γ, AF)
-  have angle(d, a, c) = right and |a d| = |a b|
-  apply I.47(a, d, c)
-  have |d c| * |d c| = |b c| * |b c|
-  have |d c| = |b c|
-  apply sss(a, d, c, a, b, c)
-qed
-
 # lemma_I35: Euclid's figure of I.35 (d between a and e, e between d and f); its run got past the
 # intersection g of dc and eb before it was stopped. I.35 itself needs the other orders of a, d, e, f
 # (LeanEuclid's proposition_35': four cases).
@@ -82,8 +64,8 @@ proof
   have area(d, c, e) = area(d, g, e) + area(g, c, e)
 qed
 
-# I.35, I.39, I.41 reduced to I.37 (not run; I.37 itself rests on I.35 in Euclid and LeanEuclid, so these
-# only show the reductions).
+# I.35 reduced to I.37 (not run; I.37 itself rests on I.35 in Euclid and LeanEuclid, so this only shows the
+# reduction). (I.39, I.41 and I.48 are proved in data/book1.e now.)
 theorem I.35 "x":
   forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
   on_line(a, AF) and on_line(d, AF) and on_line(e, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
@@ -94,29 +76,4 @@ proof
   apply I.34(b, a, c, d, AB, DC, BC, AF)
   apply I.34(b, e, c, f, EB, FC, BC, AF)
   apply I.37(a, e, b, c, AF, BC)
-qed
-
-theorem I.39 "x":
-  forall (a b c d : Point) (BC AD : Line),
-  on_line(b, BC) and on_line(c, BC) and b != c and same_side(a, d, BC) and area(a, b, c) = area(d, b, c)
-  and a != d and on_line(a, AD) and on_line(d, AD) =>
-  parallel(AD, BC)
-proof
-  obtain M by I.31(a, BC)
-  obtain BD by line(b, d)
-  have lines_meet(M, BD)
-  obtain e by intersection_lines(M, BD)
-  apply I.37(a, e, b, c, M, BC)
-  have same_side(e, d, BC)
-  have e = d
-qed
-
-theorem I.41 "x":
-  forall (a b c d e : Point) (AE BC AB DC : Line),
-  on_line(a, AE) and on_line(d, AE) and on_line(e, AE) and on_line(b, BC) and on_line(c, BC) and parallel(AE, BC)
-  and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC) =>
-  area(a, b, c) + area(a, c, d) = 2 * area(e, b, c)
-proof
-  apply I.34(b, a, c, d, AB, DC, BC, AE)
-  apply I.37(a, e, b, c, AE, BC)
 qed
