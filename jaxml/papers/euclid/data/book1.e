@@ -740,6 +740,55 @@ theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal 
   and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
   and angle(q, p, r) = angle(e, d, g) and area(p, r, s) + area(p, s, q) = area(a, b, c)
 
+# I.43's sub-arguments with only the objects they involve (the proposition's 9 points and 6 lines ground
+# too many instances for the betweenness and the area sums): where the parallels through k cut the sides,
+# and one half of the parallelogram cut into two triangles and a complement.
+theorem lemma_I43a "A parallel to bd through a point k of ad cuts ab between a and b.":
+  forall (a b d k e : Point) (AB BD EF AX : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(e, AB) and on_line(b, BD) and on_line(d, BD) and on_line(e, EF)
+  and on_line(k, EF) and between(a, k, d) and on_line(a, AX) and parallel(EF, AX) and parallel(EF, BD) =>
+  between(a, e, b)
+proof
+  have not on_line(a, EF) and not on_line(d, EF) and not on_line(b, EF)
+  have opposite_sides(a, d, EF)
+  have same_side(b, d, EF)
+  have opposite_sides(a, b, EF)
+qed
+
+theorem lemma_I43t "A point k of the side ad of a triangle abd cuts it into the triangles akb and bkd.":
+  forall (a b d k : Point) (AB BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(b, BD) and on_line(d, BD) and not on_line(a, BD) and b != d
+  and between(a, k, d) =>
+  area(a, b, d) = area(a, k, b) + area(b, k, d) and not on_line(k, AB) and not on_line(k, BD)
+proof
+  have not on_line(d, AB)
+  have not on_line(k, AB) and not on_line(k, BD)
+  obtain AD by line(a, d)
+  have not on_line(b, AD)
+qed
+
+theorem lemma_I43b "A triangle abd with e on ab, h on bd and k on ad is the triangles aek, keb, bhk and khd.":
+  forall (a b d e h k : Point) (AB BD AX : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(e, AB) and on_line(b, BD) and on_line(d, BD) and on_line(h, BD)
+  and on_line(a, AX) and parallel(AX, BD) and between(a, e, b) and between(b, h, d) and between(a, k, d) =>
+  area(a, b, d) = area(a, e, k) + area(k, e, b) + area(b, h, k) + area(k, h, d)
+proof
+  have not on_line(a, BD)
+  apply lemma_I43t(a, b, d, k, AB, BD)
+  have area(a, k, b) = area(a, e, k) + area(k, e, b)
+  have area(b, k, d) = area(b, h, k) + area(k, h, d)
+qed
+
+theorem lemma_I43p "A parallelogram is the same two triangles on either diagonal.":
+  forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) =>
+  area(a, c, d) + area(a, d, b) = area(b, a, c) + area(b, c, d)
+proof
+  have b != d and same_side(a, c, BD)
+  apply parallelogram_area(a, b, c, d, AB, CD, AC, BD)
+qed
+
 theorem I.43 "In any parallelogram the complements of the parallelograms about the diameter are equal to one another.":
   forall (a b c d e f g h k : Point) (AB CD AC BD EF GH : Line),
   on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
@@ -747,6 +796,21 @@ theorem I.43 "In any parallelogram the complements of the parallelograms about t
   and on_line(e, AB) and on_line(f, CD) and on_line(e, EF) and on_line(k, EF) and on_line(f, EF) and parallel(EF, AC)
   and on_line(g, AC) and on_line(h, BD) and on_line(g, GH) and on_line(k, GH) and on_line(h, GH) and parallel(GH, AB) =>
   area(e, b, h) + area(e, h, k) = area(g, k, f) + area(g, f, c)
+proof
+  apply I.30(EF, BD, AC)
+  apply I.30(GH, CD, AB)
+  apply lemma_I43a(a, b, d, k, e, AB, BD, EF, AC)
+  apply lemma_I43a(d, c, a, k, f, CD, AC, EF, BD)
+  apply lemma_I43a(a, c, d, k, g, AC, CD, GH, AB)
+  apply lemma_I43a(d, b, a, k, h, BD, AB, GH, CD)
+  apply lemma_I43b(a, b, d, e, h, k, AB, BD, AC)
+  apply lemma_I43b(a, c, d, g, f, k, AC, CD, AB)
+  apply lemma_I43p(e, b, k, h, AB, GH, EF, BD)
+  apply lemma_I43p(g, k, c, f, GH, CD, AC, EF)
+  apply I.34(b, a, d, c, AB, CD, BD, AC)
+  apply I.34(e, a, k, g, AB, GH, EF, AC)
+  apply I.34(h, k, d, f, GH, CD, BD, EF)
+qed
 
 theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e f g h : Point), a != b and triangle(c, d, e) and triangle(f, g, h) =>
