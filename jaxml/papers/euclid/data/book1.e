@@ -733,12 +733,40 @@ theorem I.41 "If a parallelogram have the same base with a triangle and be in th
   and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC) =>
   area(a, b, c) + area(a, c, d) = 2 * area(e, b, c)
 
+# I.42's angle at p with its side cut off on the parallel through a (the point x of lemma_I23 stays here).
+theorem lemma_I42 "At p on pc, an angle cpr equal to edg with r on a given parallel RS to pc.":
+  forall (a c p d e g : Point) (PQ RS : Line),
+  on_line(p, PQ) and on_line(c, PQ) and p != c and on_line(a, RS) and parallel(RS, PQ) and triangle(e, d, g) =>
+  exists (r : Point) (PR : Line), on_line(r, RS) and on_line(r, PR) and on_line(p, PR) and angle(c, p, r) = angle(e, d, g)
+proof
+  have not on_line(a, PQ)
+  obtain x by lemma_I23(p, c, e, d, g, a, PQ)
+  obtain PR by line(p, x)
+  have lines_meet(PR, RS)
+  obtain r by intersection_lines(PR, RS)
+  have same_side(r, x, PQ)
+qed
+
 theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e g : Point), triangle(a, b, c) and triangle(e, d, g) =>
   exists (p q r s : Point) (PQ RS PR QS : Line),
   on_line(p, PQ) and on_line(q, PQ) and on_line(r, RS) and on_line(s, RS) and on_line(p, PR) and on_line(r, PR)
   and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
   and angle(q, p, r) = angle(e, d, g) and area(p, r, s) + area(p, s, q) = area(a, b, c)
+proof
+  obtain PQ by line(b, c)
+  obtain p by I.10(b, c)
+  have on_line(p, PQ) and not on_line(a, PQ)
+  obtain RS by I.31(a, PQ)
+  obtain r PR by lemma_I42(a, c, p, d, e, g, PQ, RS)
+  obtain QS by I.31(c, PR)
+  have lines_meet(QS, RS)
+  obtain s by intersection_lines(QS, RS)
+  apply I.41(s, c, p, r, a, RS, PQ, QS, PR)
+  apply I.38(a, b, p, a, p, c, RS, PQ)
+  have area(a, b, c) = area(a, b, p) + area(a, p, c)
+  let q = c
+qed
 
 # I.43's sub-arguments with only the objects they involve (the proposition's 9 points and 6 lines ground
 # too many instances for the betweenness and the area sums): where the parallels through k cut the sides,
