@@ -840,12 +840,113 @@ proof
   apply I.34(h, k, d, f, GH, CD, BD, EF)
 qed
 
+# I.44 in three steps, each with only the objects it needs: a copy of the triangle cde on ab produced beyond b
+# (lemma_I44r, lemma_I44a), I.42's parallelogram on half its base with a side on ab produced (lemma_I44b),
+# and Euclid's completion of the figure with the complement of I.43 on ab (lemma_I44c).
+theorem lemma_I44r "On the ray from b through y, a point z with bz equal to ce.":
+  forall (b y c e : Point) (L : Line), on_line(b, L) and on_line(y, L) and b != y and c != e =>
+  exists (z : Point), on_line(z, L) and |b z| = |c e| and b != z and not between(y, b, z)
+proof
+  obtain l by I.2(b, c, e)
+  have b != l
+  obtain γ by circle(b, l)
+  obtain x by extend(y, b, L)
+  obtain z by intersection_circle_line_extend(x, b, γ, L)
+  have |b z| = |b l|
+qed
+
+theorem lemma_I44a "A triangle zbw equal to cde with its base bw on ab produced beyond b.":
+  forall (a b c d e : Point) (AB : Line), on_line(a, AB) and on_line(b, AB) and a != b and triangle(c, d, e) =>
+  exists (w z : Point), on_line(w, AB) and between(a, b, w) and not on_line(z, AB) and area(z, b, w) = area(c, d, e)
+proof
+  obtain x by extend(a, b, AB)
+  obtain w by lemma_I44r(b, x, c, d, AB)
+  have between(a, b, w)
+  obtain p by point_off_line(AB)
+  obtain y by lemma_I23(b, w, d, c, e, p, AB)
+  obtain BY by line(b, y)
+  obtain z by lemma_I44r(b, y, c, e, BY)
+  have not on_line(z, AB)
+  have angle(w, b, z) = angle(d, c, e)
+  apply sas(b, w, z, c, d, e)
+qed
+
+theorem lemma_I44b "I.42's parallelogram bmsr on the half bm of the base of zbw, with the angle abr given.":
+  forall (a b w z f g h : Point) (AB : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(w, AB) and between(a, b, w) and not on_line(z, AB)
+  and triangle(f, g, h) =>
+  exists (m r s : Point) (RS BR MS : Line),
+  on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(s, RS) and on_line(b, BR) and on_line(r, BR)
+  and on_line(m, MS) and on_line(s, MS) and parallel(RS, AB) and parallel(BR, MS) and angle(a, b, r) = angle(f, g, h)
+  and area(r, s, m) + area(r, m, b) = area(z, b, w)
+proof
+  obtain m by I.10(b, w)
+  have on_line(m, AB) and between(a, b, m)
+  obtain RS by I.31(z, AB)
+  obtain r BR by lemma_I42(z, a, b, g, f, h, AB, RS)
+  have not on_line(m, BR)
+  obtain MS by I.31(m, BR)
+  have lines_meet(MS, RS)
+  obtain s by intersection_lines(MS, RS)
+  apply I.41(r, b, m, s, z, RS, AB, BR, MS)
+  apply I.38(z, b, m, z, m, w, RS, AB)
+  have area(z, b, w) = area(z, b, m) + area(z, m, w)
+qed
+
+theorem lemma_I44d "The parallel to br through a meets rs at H, hb meets ms at K, and b lies between H and K.":
+  forall (a b m r : Point) (AB RS BR MS AP : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(b, BR)
+  and on_line(r, BR) and on_line(m, MS) and parallel(RS, AB) and parallel(BR, MS) and on_line(a, AP)
+  and parallel(AP, BR) =>
+  exists (H K : Point), on_line(H, AP) and on_line(H, RS) and on_line(K, MS) and between(H, b, K)
+proof
+  have lines_meet(AP, RS)
+  obtain H by intersection_lines(AP, RS)
+  obtain HB by line(H, b)
+  have lines_meet(HB, MS)
+  obtain K by intersection_lines(HB, MS)
+  have same_side(H, a, BR) and same_side(K, m, BR) and opposite_sides(a, m, BR)
+  have opposite_sides(H, K, BR)
+qed
+
+theorem lemma_I44c "Euclid's completion: the parallelogram bmsr with a, b, m on AB gives abqp equal to it.":
+  forall (a b m r s : Point) (AB RS BR MS : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(s, RS)
+  and on_line(b, BR) and on_line(r, BR) and on_line(m, MS) and on_line(s, MS) and parallel(RS, AB)
+  and parallel(BR, MS) =>
+  exists (p q : Point) (PQ AP : Line),
+  on_line(a, AP) and on_line(p, AP) and on_line(p, PQ) and on_line(q, PQ) and on_line(q, BR) and parallel(AB, PQ)
+  and parallel(AP, BR) and angle(b, a, p) = angle(a, b, r) and area(a, p, q) + area(a, q, b) = area(r, s, m) + area(r, m, b)
+proof
+  have not on_line(a, BR)
+  obtain AP by I.31(a, BR)
+  obtain H K by lemma_I44d(a, b, m, r, AB, RS, BR, MS, AP)
+  have not on_line(K, AB)
+  obtain PQ by I.31(K, AB)
+  have lines_meet(PQ, AP)
+  obtain p by intersection_lines(PQ, AP)
+  have lines_meet(PQ, BR)
+  obtain q by intersection_lines(PQ, BR)
+  apply I.30(RS, PQ, AB)
+  apply I.30(AP, MS, BR)
+  apply I.43(H, s, p, K, r, q, a, m, b, RS, PQ, AP, MS, BR, AB)
+  have same_side(p, K, AB) and same_side(r, H, AB)
+  have opposite_sides(p, r, AB)
+  apply lemma_I29(p, a, b, r, AP, BR, AB)
+qed
+
 theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e f g h : Point), a != b and triangle(c, d, e) and triangle(f, g, h) =>
   exists (p q : Point) (AB PQ AP BQ : Line),
   on_line(a, AB) and on_line(b, AB) and on_line(p, PQ) and on_line(q, PQ) and on_line(a, AP) and on_line(p, AP)
   and on_line(b, BQ) and on_line(q, BQ) and parallel(AB, PQ) and parallel(AP, BQ)
   and angle(b, a, p) = angle(f, g, h) and area(a, p, q) + area(a, q, b) = area(c, d, e)
+proof
+  obtain AB by line(a, b)
+  obtain w z by lemma_I44a(a, b, c, d, e, AB)
+  obtain m r s RS BQ MS by lemma_I44b(a, b, w, z, f, g, h, AB)
+  obtain p q PQ AP by lemma_I44c(a, b, m, r, s, AB, RS, BQ, MS)
+qed
 
 theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal to a given rectilineal figure.":
   forall (a b c d e f g : Point) (BD : Line),
