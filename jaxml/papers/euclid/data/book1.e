@@ -935,6 +935,19 @@ proof
   apply lemma_I29(p, a, b, r, AP, BR, AB)
 qed
 
+theorem lemma_I44e "I.44 for a triangle zbw with its base bw on ab produced beyond b.":
+  forall (a b w z f g h : Point) (AB : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(w, AB) and between(a, b, w) and not on_line(z, AB)
+  and triangle(f, g, h) =>
+  exists (p q : Point) (PQ AP BQ : Line),
+  on_line(p, PQ) and on_line(q, PQ) and on_line(a, AP) and on_line(p, AP) and on_line(b, BQ) and on_line(q, BQ)
+  and parallel(AB, PQ) and parallel(AP, BQ) and angle(b, a, p) = angle(f, g, h)
+  and area(a, p, q) + area(a, q, b) = area(z, b, w)
+proof
+  obtain m r s RS BQ MS by lemma_I44b(a, b, w, z, f, g, h, AB)
+  obtain p q PQ AP by lemma_I44c(a, b, m, r, s, AB, RS, BQ, MS)
+qed
+
 theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e f g h : Point), a != b and triangle(c, d, e) and triangle(f, g, h) =>
   exists (p q : Point) (AB PQ AP BQ : Line),
@@ -944,8 +957,7 @@ theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a
 proof
   obtain AB by line(a, b)
   obtain w z by lemma_I44a(a, b, c, d, e, AB)
-  obtain m r s RS BQ MS by lemma_I44b(a, b, w, z, f, g, h, AB)
-  obtain p q PQ AP by lemma_I44c(a, b, m, r, s, AB, RS, BQ, MS)
+  obtain p q PQ AP BQ by lemma_I44e(a, b, w, z, f, g, h, AB)
 qed
 
 theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal to a given rectilineal figure.":
