@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.34 and I.46 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.34, I.39-I.44 and I.46-I.48 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -755,12 +755,89 @@ proof
   apply I.37(a, b, c, e, AE, BC)
 qed
 
+# I.42's angle at p with its side cut off on the parallel through a (the point x of lemma_I23 stays here).
+theorem lemma_I42 "At p on pc, an angle cpr equal to edg with r on a given parallel RS to pc.":
+  forall (a c p d e g : Point) (PQ RS : Line),
+  on_line(p, PQ) and on_line(c, PQ) and p != c and on_line(a, RS) and parallel(RS, PQ) and triangle(e, d, g) =>
+  exists (r : Point) (PR : Line), on_line(r, RS) and on_line(r, PR) and on_line(p, PR) and angle(c, p, r) = angle(e, d, g)
+proof
+  have not on_line(a, PQ)
+  obtain x by lemma_I23(p, c, e, d, g, a, PQ)
+  obtain PR by line(p, x)
+  have lines_meet(PR, RS)
+  obtain r by intersection_lines(PR, RS)
+  have same_side(r, x, PQ)
+qed
+
 theorem I.42 "To construct, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e g : Point), triangle(a, b, c) and triangle(e, d, g) =>
   exists (p q r s : Point) (PQ RS PR QS : Line),
   on_line(p, PQ) and on_line(q, PQ) and on_line(r, RS) and on_line(s, RS) and on_line(p, PR) and on_line(r, PR)
   and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
   and angle(q, p, r) = angle(e, d, g) and area(p, r, s) + area(p, s, q) = area(a, b, c)
+proof
+  obtain PQ by line(b, c)
+  obtain p by I.10(b, c)
+  have on_line(p, PQ) and not on_line(a, PQ)
+  obtain RS by I.31(a, PQ)
+  obtain r PR by lemma_I42(a, c, p, d, e, g, PQ, RS)
+  obtain QS by I.31(c, PR)
+  have lines_meet(QS, RS)
+  obtain s by intersection_lines(QS, RS)
+  apply I.41(s, c, p, r, a, RS, PQ, QS, PR)
+  apply I.38(a, b, p, a, p, c, RS, PQ)
+  have area(a, b, c) = area(a, b, p) + area(a, p, c)
+  let q = c
+qed
+
+# I.43's sub-arguments with only the objects they involve (the proposition's 9 points and 6 lines ground
+# too many instances for the betweenness and the area sums): where the parallels through k cut the sides,
+# and one half of the parallelogram cut into two triangles and a complement.
+theorem lemma_I43a "A parallel to bd through a point k of ad cuts ab between a and b.":
+  forall (a b d k e : Point) (AB BD EF AX : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(e, AB) and on_line(b, BD) and on_line(d, BD) and on_line(e, EF)
+  and on_line(k, EF) and between(a, k, d) and on_line(a, AX) and parallel(EF, AX) and parallel(EF, BD) =>
+  between(a, e, b)
+proof
+  have not on_line(a, EF) and not on_line(d, EF) and not on_line(b, EF)
+  have opposite_sides(a, d, EF)
+  have same_side(b, d, EF)
+  have opposite_sides(a, b, EF)
+qed
+
+theorem lemma_I43t "A point k of the side ad of a triangle abd cuts it into the triangles akb and bkd.":
+  forall (a b d k : Point) (AB BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(b, BD) and on_line(d, BD) and not on_line(a, BD) and b != d
+  and between(a, k, d) =>
+  area(a, b, d) = area(a, k, b) + area(b, k, d) and not on_line(k, AB) and not on_line(k, BD)
+proof
+  have not on_line(d, AB)
+  have not on_line(k, AB) and not on_line(k, BD)
+  obtain AD by line(a, d)
+  have not on_line(b, AD)
+qed
+
+theorem lemma_I43b "A triangle abd with e on ab, h on bd and k on ad is the triangles aek, keb, bhk and khd.":
+  forall (a b d e h k : Point) (AB BD AX : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(e, AB) and on_line(b, BD) and on_line(d, BD) and on_line(h, BD)
+  and on_line(a, AX) and parallel(AX, BD) and between(a, e, b) and between(b, h, d) and between(a, k, d) =>
+  area(a, b, d) = area(a, e, k) + area(k, e, b) + area(b, h, k) + area(k, h, d)
+proof
+  have not on_line(a, BD)
+  apply lemma_I43t(a, b, d, k, AB, BD)
+  have area(a, k, b) = area(a, e, k) + area(k, e, b)
+  have area(b, k, d) = area(b, h, k) + area(k, h, d)
+qed
+
+theorem lemma_I43p "A parallelogram is the same two triangles on either diagonal.":
+  forall (a b c d : Point) (AB CD AC BD : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(c, CD) and on_line(d, CD) and on_line(a, AC) and on_line(c, AC)
+  and on_line(b, BD) and on_line(d, BD) and parallel(AB, CD) and parallel(AC, BD) =>
+  area(a, c, d) + area(a, d, b) = area(b, a, c) + area(b, c, d)
+proof
+  have b != d and same_side(a, c, BD)
+  apply parallelogram_area(a, b, c, d, AB, CD, AC, BD)
+qed
 
 theorem I.43 "In any parallelogram the complements of the parallelograms about the diameter are equal to one another.":
   forall (a b c d e f g h k : Point) (AB CD AC BD EF GH : Line),
@@ -769,6 +846,129 @@ theorem I.43 "In any parallelogram the complements of the parallelograms about t
   and on_line(e, AB) and on_line(f, CD) and on_line(e, EF) and on_line(k, EF) and on_line(f, EF) and parallel(EF, AC)
   and on_line(g, AC) and on_line(h, BD) and on_line(g, GH) and on_line(k, GH) and on_line(h, GH) and parallel(GH, AB) =>
   area(e, b, h) + area(e, h, k) = area(g, k, f) + area(g, f, c)
+proof
+  apply I.30(EF, BD, AC)
+  apply I.30(GH, CD, AB)
+  apply lemma_I43a(a, b, d, k, e, AB, BD, EF, AC)
+  apply lemma_I43a(d, c, a, k, f, CD, AC, EF, BD)
+  apply lemma_I43a(a, c, d, k, g, AC, CD, GH, AB)
+  apply lemma_I43a(d, b, a, k, h, BD, AB, GH, CD)
+  apply lemma_I43b(a, b, d, e, h, k, AB, BD, AC)
+  apply lemma_I43b(a, c, d, g, f, k, AC, CD, AB)
+  apply lemma_I43p(e, b, k, h, AB, GH, EF, BD)
+  apply lemma_I43p(g, k, c, f, GH, CD, AC, EF)
+  apply I.34(b, a, d, c, AB, CD, BD, AC)
+  apply I.34(e, a, k, g, AB, GH, EF, AC)
+  apply I.34(h, k, d, f, GH, CD, BD, EF)
+qed
+
+# I.44 in three steps, each with only the objects it needs: a copy of the triangle cde on ab produced beyond b
+# (lemma_I44r, lemma_I44a), I.42's parallelogram on half its base with a side on ab produced (lemma_I44b),
+# and Euclid's completion of the figure with the complement of I.43 on ab (lemma_I44c).
+theorem lemma_I44r "On the ray from b through y, a point z with bz equal to ce.":
+  forall (b y c e : Point) (L : Line), on_line(b, L) and on_line(y, L) and b != y and c != e =>
+  exists (z : Point), on_line(z, L) and |b z| = |c e| and b != z and not between(y, b, z)
+proof
+  obtain l by I.2(b, c, e)
+  have b != l
+  obtain γ by circle(b, l)
+  obtain x by extend(y, b, L)
+  obtain z by intersection_circle_line_extend(x, b, γ, L)
+  have |b z| = |b l|
+qed
+
+theorem lemma_I44a "A triangle zbw equal to cde with its base bw on ab produced beyond b.":
+  forall (a b c d e : Point) (AB : Line), on_line(a, AB) and on_line(b, AB) and a != b and triangle(c, d, e) =>
+  exists (w z : Point), on_line(w, AB) and between(a, b, w) and not on_line(z, AB) and area(z, b, w) = area(c, d, e)
+proof
+  obtain x by extend(a, b, AB)
+  obtain w by lemma_I44r(b, x, c, d, AB)
+  have between(a, b, w)
+  obtain p by point_off_line(AB)
+  obtain y by lemma_I23(b, w, d, c, e, p, AB)
+  obtain BY by line(b, y)
+  obtain z by lemma_I44r(b, y, c, e, BY)
+  have not on_line(z, AB)
+  have angle(w, b, z) = angle(d, c, e)
+  apply sas(b, w, z, c, d, e)
+qed
+
+theorem lemma_I44b "I.42's parallelogram bmsr on the half bm of the base of zbw, with the angle abr given.":
+  forall (a b w z f g h : Point) (AB : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(w, AB) and between(a, b, w) and not on_line(z, AB)
+  and triangle(f, g, h) =>
+  exists (m r s : Point) (RS BR MS : Line),
+  on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(s, RS) and on_line(b, BR) and on_line(r, BR)
+  and on_line(m, MS) and on_line(s, MS) and parallel(RS, AB) and parallel(BR, MS) and angle(a, b, r) = angle(f, g, h)
+  and area(r, s, m) + area(r, m, b) = area(z, b, w)
+proof
+  obtain m by I.10(b, w)
+  have on_line(m, AB) and between(a, b, m)
+  obtain RS by I.31(z, AB)
+  obtain r BR by lemma_I42(z, a, b, g, f, h, AB, RS)
+  have not on_line(m, BR)
+  obtain MS by I.31(m, BR)
+  have lines_meet(MS, RS)
+  obtain s by intersection_lines(MS, RS)
+  apply I.41(r, b, m, s, z, RS, AB, BR, MS)
+  apply I.38(z, b, m, z, m, w, RS, AB)
+  have area(z, b, w) = area(z, b, m) + area(z, m, w)
+qed
+
+theorem lemma_I44d "The parallel to br through a meets rs at H, hb meets ms at K, and b lies between H and K.":
+  forall (a b m r : Point) (AB RS BR MS AP : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(b, BR)
+  and on_line(r, BR) and on_line(m, MS) and parallel(RS, AB) and parallel(BR, MS) and on_line(a, AP)
+  and parallel(AP, BR) =>
+  exists (H K : Point), on_line(H, AP) and on_line(H, RS) and on_line(K, MS) and between(H, b, K)
+proof
+  have lines_meet(AP, RS)
+  obtain H by intersection_lines(AP, RS)
+  obtain HB by line(H, b)
+  have lines_meet(HB, MS)
+  obtain K by intersection_lines(HB, MS)
+  have same_side(H, a, BR) and same_side(K, m, BR) and opposite_sides(a, m, BR)
+  have opposite_sides(H, K, BR)
+qed
+
+theorem lemma_I44c "Euclid's completion: the parallelogram bmsr with a, b, m on AB gives abqp equal to it.":
+  forall (a b m r s : Point) (AB RS BR MS : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(m, AB) and between(a, b, m) and on_line(r, RS) and on_line(s, RS)
+  and on_line(b, BR) and on_line(r, BR) and on_line(m, MS) and on_line(s, MS) and parallel(RS, AB)
+  and parallel(BR, MS) =>
+  exists (p q : Point) (PQ AP : Line),
+  on_line(a, AP) and on_line(p, AP) and on_line(p, PQ) and on_line(q, PQ) and on_line(q, BR) and parallel(AB, PQ)
+  and parallel(AP, BR) and angle(b, a, p) = angle(a, b, r) and area(a, p, q) + area(a, q, b) = area(r, s, m) + area(r, m, b)
+proof
+  have not on_line(a, BR)
+  obtain AP by I.31(a, BR)
+  obtain H K by lemma_I44d(a, b, m, r, AB, RS, BR, MS, AP)
+  have not on_line(K, AB)
+  obtain PQ by I.31(K, AB)
+  have lines_meet(PQ, AP)
+  obtain p by intersection_lines(PQ, AP)
+  have lines_meet(PQ, BR)
+  obtain q by intersection_lines(PQ, BR)
+  apply I.30(RS, PQ, AB)
+  apply I.30(AP, MS, BR)
+  apply I.43(H, s, p, K, r, q, a, m, b, RS, PQ, AP, MS, BR, AB)
+  have same_side(p, K, AB) and same_side(r, H, AB)
+  have opposite_sides(p, r, AB)
+  apply lemma_I29(p, a, b, r, AP, BR, AB)
+qed
+
+theorem lemma_I44e "I.44 for a triangle zbw with its base bw on ab produced beyond b.":
+  forall (a b w z f g h : Point) (AB : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(w, AB) and between(a, b, w) and not on_line(z, AB)
+  and triangle(f, g, h) =>
+  exists (p q : Point) (PQ AP BQ : Line),
+  on_line(p, PQ) and on_line(q, PQ) and on_line(a, AP) and on_line(p, AP) and on_line(b, BQ) and on_line(q, BQ)
+  and parallel(AB, PQ) and parallel(AP, BQ) and angle(b, a, p) = angle(f, g, h)
+  and area(a, p, q) + area(a, q, b) = area(z, b, w)
+proof
+  obtain m r s RS BQ MS by lemma_I44b(a, b, w, z, f, g, h, AB)
+  obtain p q PQ AP by lemma_I44c(a, b, m, r, s, AB, RS, BQ, MS)
+qed
 
 theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a parallelogram equal to a given triangle.":
   forall (a b c d e f g h : Point), a != b and triangle(c, d, e) and triangle(f, g, h) =>
@@ -776,6 +976,11 @@ theorem I.44 "To a given straight line to apply, in a given rectilineal angle, a
   on_line(a, AB) and on_line(b, AB) and on_line(p, PQ) and on_line(q, PQ) and on_line(a, AP) and on_line(p, AP)
   and on_line(b, BQ) and on_line(q, BQ) and parallel(AB, PQ) and parallel(AP, BQ)
   and angle(b, a, p) = angle(f, g, h) and area(a, p, q) + area(a, q, b) = area(c, d, e)
+proof
+  obtain AB by line(a, b)
+  obtain w z by lemma_I44a(a, b, c, d, e, AB)
+  obtain p q PQ AP BQ by lemma_I44e(a, b, w, z, f, g, h, AB)
+qed
 
 theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal to a given rectilineal figure.":
   forall (a b c d e f g : Point) (BD : Line),
