@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.34, I.39-I.44 and I.46-I.48 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of I.1-I.44 and I.46-I.48 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -689,12 +689,169 @@ proof
   have angle(d, c, a) = angle(d, c, b) + angle(b, c, a)
 qed
 
+# The quadrilateral lemmas (a trapezoid abcd, ad parallel to bc): its two cuts into triangles along a diagonal have
+# one area (through the crossing g of the diagonals), with a diagonal and its side fact given, or with the sides.
+theorem lemma_quad "A quadrilateral abcd with ad parallel to bc and its diagonals ac, bd crossing is the sum of two triangles either way.":
+  forall (a b c d : Point) (AC BD AD BC : Line),
+  on_line(a, AC) and on_line(c, AC) and on_line(b, BD) and on_line(d, BD) and on_line(a, AD) and on_line(d, AD)
+  and on_line(b, BC) and on_line(c, BC) and parallel(AD, BC) and opposite_sides(a, c, BD) =>
+  area(a, b, c) + area(a, c, d) = area(a, b, d) + area(b, c, d)
+proof
+  have same_side(a, d, BC) and same_side(b, c, AD)
+  obtain g by intersection_lines(AC, BD)
+  have between(a, g, c)
+  have same_side(g, a, BC) and same_side(g, c, AD)
+  have between(b, g, d)
+  have area(a, b, c) = area(a, g, b) + area(b, g, c)
+  have area(a, c, d) = area(a, g, d) + area(d, g, c)
+  have area(a, b, d) = area(a, g, b) + area(a, g, d)
+  have area(b, c, d) = area(b, g, c) + area(d, g, c)
+qed
+
+theorem lemma_quad_sides "lemma_quad for a quadrilateral abcd with ad parallel to bc, given by its sides.":
+  forall (a b c d : Point) (AB BC DA : Line),
+  on_line(a, AB) and on_line(b, AB) and on_line(b, BC) and on_line(c, BC) and on_line(d, DA) and on_line(a, DA)
+  and parallel(DA, BC) and same_side(c, d, AB) =>
+  area(a, b, c) + area(a, c, d) = area(a, b, d) + area(b, c, d)
+proof
+  have same_side(d, a, BC)
+  obtain BD by line(b, d)
+  have opposite_sides(a, c, BD)
+  obtain AC by line(a, c)
+  apply lemma_quad(a, b, c, d, AC, BD, DA, BC)
+qed
+
+# I.35 in its three configurations (the fourth and fifth are these with the parallelograms swapped): d between
+# a and e (Euclid's figure: triangles abe and dcf congruent by SSS, lemma_quad on dbce with the diagonals dc, eb),
+# e between a and d (overlap: lemma_quad_sides on ebcd) and e = d (triangles abd and dcf). Each derives the order
+# of f from the sides of eb (triple incidence at b) and switches abcd's diagonal with parallelogram_area read from
+# d (its side premise, c and d on one side of ab, is already known: asking for a and b on one side of dc took 77-95 s of solver time).
+theorem lemma_I35 "I.35 when d lies between a and e (Euclid's figure).":
+  forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
+  on_line(a, AF) and on_line(d, AF) and on_line(e, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
+  and parallel(AF, BC) and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(e, EB) and on_line(b, EB) and on_line(f, FC) and on_line(c, FC) and parallel(EB, FC)
+  and between(a, d, e) =>
+  area(a, b, c) + area(a, c, d) = area(e, b, c) + area(e, c, f)
+proof
+  apply I.34(a, d, b, c, AF, BC, AB, DC)
+  apply I.34(e, f, b, c, AF, BC, EB, FC)
+  have same_side(d, e, AB) and same_side(c, d, AB) and same_side(a, e, BC)
+  have opposite_sides(a, c, EB)
+  have same_side(a, d, EB) and same_side(c, f, EB)
+  have between(d, e, f)
+  have |a e| = |d f|
+  apply sss(a, b, e, d, c, f)
+  have area(a, b, e) = area(a, b, d) + area(d, b, e)
+  have area(d, c, f) = area(d, c, e) + area(e, c, f)
+  apply parallelogram_area(d, a, c, b, AF, BC, DC, AB)
+  have opposite_sides(d, c, EB)
+  apply lemma_quad(d, b, c, e, DC, EB, AF, BC)
+qed
+
+theorem lemma_I35b "I.35 when e lies between a and d (the parallelograms overlap).":
+  forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
+  on_line(a, AF) and on_line(d, AF) and on_line(e, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
+  and parallel(AF, BC) and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(e, EB) and on_line(b, EB) and on_line(f, FC) and on_line(c, FC) and parallel(EB, FC)
+  and between(a, e, d) =>
+  area(a, b, c) + area(a, c, d) = area(e, b, c) + area(e, c, f)
+proof
+  apply I.34(a, d, b, c, AF, BC, AB, DC)
+  apply I.34(e, f, b, c, AF, BC, EB, FC)
+  have same_side(e, d, AB) and same_side(c, d, AB) and same_side(a, e, BC)
+  have opposite_sides(a, c, EB)
+  have opposite_sides(a, d, EB) and same_side(c, f, EB)
+  have same_side(d, f, EB) and same_side(c, d, EB)
+  have between(e, d, f)
+  have |a e| = |d f|
+  apply sss(a, b, e, d, c, f)
+  have area(d, a, b) = area(a, b, e) + area(e, b, d)
+  have area(e, c, f) = area(e, c, d) + area(d, c, f)
+  apply parallelogram_area(d, a, c, b, AF, BC, DC, AB)
+  apply lemma_quad_sides(e, b, c, d, EB, BC, AF)
+qed
+
+theorem lemma_I35c "I.35 when the parallelograms abcd and dbcf share the side through d.":
+  forall (a b c d f : Point) (AF BC AB DC DB FC : Line),
+  on_line(a, AF) and on_line(d, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
+  and parallel(AF, BC) and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(d, DB) and on_line(b, DB) and on_line(f, FC) and on_line(c, FC) and parallel(DB, FC) =>
+  area(a, b, c) + area(a, c, d) = area(d, b, c) + area(d, c, f)
+proof
+  apply I.34(a, d, b, c, AF, BC, AB, DC)
+  apply I.34(d, f, b, c, AF, BC, DB, FC)
+  have same_side(c, d, AB) and same_side(a, d, BC)
+  have opposite_sides(a, c, DB)
+  have same_side(c, f, DB)
+  have between(a, d, f)
+  apply sss(a, b, d, d, c, f)
+  apply parallelogram_area(d, a, c, b, AF, BC, DC, AB)
+qed
+
 theorem I.35 "Parallelograms which are on the same base and in the same parallels are equal to one another.":
   forall (a b c d e f : Point) (AF BC AB DC EB FC : Line),
   on_line(a, AF) and on_line(d, AF) and on_line(e, AF) and on_line(f, AF) and on_line(b, BC) and on_line(c, BC)
   and parallel(AF, BC) and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
   and on_line(e, EB) and on_line(b, EB) and on_line(f, FC) and on_line(c, FC) and parallel(EB, FC) =>
   area(a, b, c) + area(a, c, d) = area(e, b, c) + area(e, c, f)
+proof
+  have a != d and e != f
+  cases
+  case e = a:
+    have f = d
+  case between(a, e, d):
+    apply lemma_I35b(a, b, c, d, e, f, AF, BC, AB, DC, EB, FC)
+  case e = d:
+    apply lemma_I35c(a, b, c, d, f, AF, BC, AB, DC, EB, FC)
+  case between(a, d, e):
+    apply lemma_I35(a, b, c, d, e, f, AF, BC, AB, DC, EB, FC)
+  case between(e, a, d):
+    cases
+    case f = a:
+      apply lemma_I35c(e, b, c, a, d, AF, BC, EB, FC, AB, DC)
+    case between(e, f, a):
+      apply lemma_I35(e, b, c, f, a, d, AF, BC, EB, FC, AB, DC)
+    case between(e, a, f):
+      apply lemma_I35b(e, b, c, f, a, d, AF, BC, EB, FC, AB, DC)
+    case between(f, e, a):
+      have opposite_sides(e, d, AB) and same_side(c, d, AB) and same_side(a, e, BC)
+      have opposite_sides(f, a, EB) and same_side(c, f, EB)
+      have opposite_sides(a, c, EB)
+    end
+  end
+qed
+
+# I.36 as Euclid: ebch is a parallelogram (I.33) equal to abcd (I.35) and, on the side eh, to efgh (I.35 again,
+# lemma_I36b); lemma_I36 is the case where eh runs the way of bc, I.36 reads efgh as hgfe in the other.
+theorem lemma_I36b "Parallelograms ebch and efgh on the same side eh are equal (I.35 on eh), written with the diagonals ec and eg.":
+  forall (b c e f g h : Point) (AH BG EB HC EG HF : Line),
+  on_line(e, AH) and on_line(h, AH) and on_line(b, BG) and on_line(c, BG) and on_line(f, BG) and on_line(g, BG)
+  and parallel(AH, BG) and on_line(e, EB) and on_line(b, EB) and on_line(h, HC) and on_line(c, HC) and parallel(EB, HC)
+  and on_line(e, EG) and on_line(f, EG) and on_line(h, HF) and on_line(g, HF) and parallel(EG, HF) =>
+  area(e, b, c) + area(e, c, h) = area(e, f, g) + area(e, g, h)
+proof
+  apply I.35(b, e, h, c, f, g, BG, AH, EB, HC, EG, HF)
+  have same_side(e, b, HC) and same_side(e, f, HF) and h != c and h != g
+  apply parallelogram_area(e, h, b, c, AH, BG, EB, HC)
+  apply parallelogram_area(e, h, f, g, AH, BG, EG, HF)
+qed
+
+theorem lemma_I36 "I.36 when eh runs the way of bc (h and c on one side of eb).":
+  forall (a b c d e f g h : Point) (AH BG AB DC EG HF EB : Line),
+  on_line(a, AH) and on_line(d, AH) and on_line(e, AH) and on_line(h, AH) and on_line(b, BG) and on_line(c, BG)
+  and on_line(f, BG) and on_line(g, BG) and parallel(AH, BG) and |b c| = |f g| and b != c
+  and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
+  and on_line(e, EG) and on_line(f, EG) and on_line(h, HF) and on_line(g, HF) and parallel(EG, HF)
+  and on_line(e, EB) and on_line(b, EB) and same_side(h, c, EB) =>
+  area(a, b, c) + area(a, c, d) = area(e, f, g) + area(e, g, h)
+proof
+  apply I.34(e, h, f, g, AH, BG, EG, HF)
+  obtain HC by line(h, c)
+  apply I.33(e, h, b, c, AH, BG, EB, HC)
+  apply I.35(a, b, c, d, e, h, AH, BG, AB, DC, EB, HC)
+  apply lemma_I36b(b, c, e, f, g, h, AH, BG, EB, HC, EG, HF)
+qed
 
 theorem I.36 "Parallelograms which are on equal bases and in the same parallels are equal to one another.":
   forall (a b c d e f g h : Point) (AH BG AB DC EG HF : Line),
@@ -703,17 +860,60 @@ theorem I.36 "Parallelograms which are on equal bases and in the same parallels 
   and on_line(a, AB) and on_line(b, AB) and on_line(d, DC) and on_line(c, DC) and parallel(AB, DC)
   and on_line(e, EG) and on_line(f, EG) and on_line(h, HF) and on_line(g, HF) and parallel(EG, HF) =>
   area(a, b, c) + area(a, c, d) = area(e, f, g) + area(e, g, h)
+proof
+  obtain EB by line(e, b)
+  cases
+  case same_side(h, c, EB):
+    apply lemma_I36(a, b, c, d, e, f, g, h, AH, BG, AB, DC, EG, HF, EB)
+  case not same_side(h, c, EB):
+    obtain HB by line(h, b)
+    have same_side(e, c, HB)
+    apply lemma_I36(a, b, c, d, h, g, f, e, AH, BG, AB, DC, HF, EG, HB)
+    have same_side(e, f, HF) and h != g
+    apply parallelogram_area(e, h, f, g, AH, BG, EG, HF)
+  end
+qed
 
 theorem I.37 "Triangles which are on the same base and in the same parallels are equal to one another.":
   forall (a b c d : Point) (AD BC : Line),
   on_line(a, AD) and on_line(d, AD) and on_line(b, BC) and on_line(c, BC) and b != c and parallel(AD, BC) =>
   area(a, b, c) = area(d, b, c)
+proof
+  have not on_line(a, BC) and not on_line(d, BC) and not on_line(c, AD)
+  obtain AB by line(a, b)
+  obtain DB by line(d, b)
+  have not on_line(c, AB) and not on_line(c, DB)
+  obtain M by I.31(c, AB)
+  have lines_meet(M, AD)
+  obtain x by intersection_lines(M, AD)
+  obtain N by I.31(c, DB)
+  have lines_meet(N, AD)
+  obtain y by intersection_lines(N, AD)
+  apply I.35(a, b, c, x, d, y, AD, BC, AB, M, DB, N)
+  apply I.34(b, a, c, x, AB, M, BC, AD)
+  apply I.34(b, d, c, y, DB, N, BC, AD)
+qed
 
 theorem I.38 "Triangles which are on equal bases and in the same parallels are equal to one another.":
   forall (a b c d e f : Point) (AD BF : Line),
   on_line(a, AD) and on_line(d, AD) and on_line(b, BF) and on_line(c, BF) and on_line(e, BF) and on_line(f, BF)
   and b != c and |b c| = |e f| and parallel(AD, BF) =>
   area(a, b, c) = area(d, e, f)
+proof
+  have not on_line(a, BF) and not on_line(d, BF) and not on_line(c, AD) and not on_line(f, AD) and e != f
+  obtain AB by line(a, b)
+  obtain DE by line(d, e)
+  have not on_line(c, AB) and not on_line(f, DE)
+  obtain M by I.31(c, AB)
+  have lines_meet(M, AD)
+  obtain x by intersection_lines(M, AD)
+  obtain N by I.31(f, DE)
+  have lines_meet(N, AD)
+  obtain y by intersection_lines(N, AD)
+  apply I.36(a, b, c, x, d, e, f, y, AD, BF, AB, M, DE, N)
+  apply I.34(b, a, c, x, AB, M, BF, AD)
+  apply I.34(e, d, f, y, DE, N, BF, AD)
+qed
 
 theorem I.39 "Equal triangles which are on the same base and on the same side are also in the same parallels.":
   forall (a b c d : Point) (BC AD : Line),
