@@ -1,6 +1,6 @@
 # Euclid's Elements, Book I, propositions 1-48: statements in the statement language of
 # jaxml.papers.euclid (see syntax.py for the grammar), texts from Heath's translation (public domain).
-# Proofs of I.1-I.44 and I.46-I.48 are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
+# Proofs of all 48 propositions (and the lemmas before them) are checked by jaxml.papers.euclid.checker; `apply`/`obtain` may use the rules
 # of system E (system_e.RULES_SOURCE) and any earlier theorem of this file.
 
 theorem I.1 "On a given finite straight line to construct an equilateral triangle.":
@@ -1182,6 +1182,23 @@ proof
   obtain p q PQ AP BQ by lemma_I44e(a, b, w, z, f, g, h, AB)
 qed
 
+# I.45 through one triangle: the parallel to bd through c meets ab produced at h, and I.37 makes the
+# quadrilateral abcd equal to the triangle ahd, to which I.42 applies (not Euclid's construction with I.44).
+theorem lemma_I45 "A quadrilateral abcd with a, c on either side of bd equals a triangle ahd with b between a and h.":
+  forall (a b c d : Point) (BD : Line),
+  triangle(a, b, d) and triangle(b, c, d) and on_line(b, BD) and on_line(d, BD) and opposite_sides(a, c, BD) =>
+  exists (h : Point), triangle(a, h, d) and area(a, h, d) = area(a, b, d) + area(b, c, d)
+proof
+  obtain M by I.31(c, BD)
+  obtain AB by line(a, b)
+  have lines_meet(AB, M)
+  obtain h by intersection_lines(AB, M)
+  apply I.37(c, b, d, h, M, BD)
+  have same_side(h, c, BD)
+  have between(a, b, h)
+  have not on_line(d, AB)
+qed
+
 theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal to a given rectilineal figure.":
   forall (a b c d e f g : Point) (BD : Line),
   triangle(a, b, d) and triangle(b, c, d) and on_line(b, BD) and on_line(d, BD) and opposite_sides(a, c, BD)
@@ -1190,6 +1207,10 @@ theorem I.45 "To construct, in a given rectilineal angle, a parallelogram equal 
   on_line(p, PQ) and on_line(q, PQ) and on_line(r, RS) and on_line(s, RS) and on_line(p, PR) and on_line(r, PR)
   and on_line(q, QS) and on_line(s, QS) and parallel(PQ, RS) and parallel(PR, QS)
   and angle(q, p, r) = angle(e, f, g) and area(p, r, s) + area(p, s, q) = area(a, b, d) + area(b, c, d)
+proof
+  obtain h by lemma_I45(a, b, c, d, BD)
+  obtain p q r s PQ RS PR QS by I.42(a, h, d, f, e, g)
+qed
 
 theorem I.46 "On a given straight line to describe a square.":
   forall (a b : Point), a != b =>
