@@ -19,7 +19,14 @@ def test_there_are_notebooks():
 def test_notebook_executes_in_tiny_mode(path, monkeypatch):
     monkeypatch.setenv("JAXML_SCALE", "tiny")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.delenv("XLA_FLAGS", raising=False)   # a notebook user has one CPU device
+    # A notebook user has one CPU device: the kernel drops the fake-device flag but keeps the rest (the suite's
+    # `--xla_backend_optimization_level=0` from tests/conftest.py, which changes code generation, not results).
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                     if not f.startswith("--xla_force_host_platform_device_count"))
+    if flags:
+        monkeypatch.setenv("XLA_FLAGS", flags)
+    else:
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(COLABS)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]

@@ -1,7 +1,17 @@
-"""Every registered experiment's tiny config runs: papers added later are covered automatically."""
+"""Every registered experiment's tiny config runs: papers added later are covered automatically.
 
+A paper's `reproduce` runs its parts' tiny configs again (`run_parts`), the same calls as the parts' own
+tests here. Each tiny run's Result is kept for the rest of the test run (pickled in the run's temporary
+folder, shared by the xdist workers; keyed by the experiment and its whole config), so whichever of the
+two tests comes second gathers or checks the Result of that one execution instead of repeating it: the
+same function on the same config, with every check below still applied to it.
+"""
+
+import hashlib
 import math
+import os
 import pathlib
+import pickle
 
 import pytest
 
@@ -85,9 +95,43 @@ EXPECTED = {
 }
 
 
+@pytest.fixture(scope="session")
+def tiny_results(tmp_path_factory):
+    """The folder of this test run's finished tiny Results (xdist workers' base folders share a parent)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tiny-results"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _kept(get_experiment, folder: pathlib.Path):
+    """`registry.get_experiment` whose experiments return the Result kept for (name, config) when there is one,
+    else run and keep theirs."""
+    def get(name):
+        run = get_experiment(name)
+
+        def kept_run(config, workdir):
+            key = hashlib.sha256(f"{name}\n{config.to_json_best_effort(sort_keys=True)}".encode()).hexdigest()[:24]
+            path = folder / f"{key}.pkl"
+            if path.exists():
+                return pickle.loads(path.read_bytes())
+            result = run(config, workdir)
+            try:
+                data = pickle.dumps(result)
+            except Exception:  # a Result that does not pickle is simply not kept
+                return result
+            tmp = path.with_name(f"{key}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            return result
+        return kept_run
+    return get
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_tiny_config_runs_and_reports_finite_metrics(name, tmp_path, devices8):
+def test_tiny_config_runs_and_reports_finite_metrics(name, tmp_path, devices8, tiny_results, monkeypatch):
     config = load_config(f"{registry.config_path(name)}:tiny")
+    monkeypatch.setattr(registry, "get_experiment", _kept(registry.get_experiment, tiny_results))
     result = registry.get_experiment(name)(config, tmp_path / "work")
     assert isinstance(result, Result)
     assert result.metrics, f"{name} returned no metrics"
