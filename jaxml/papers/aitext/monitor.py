@@ -38,8 +38,8 @@ def estimate_texts(texts: Sequence[str], tables: estimator.Tables, *, n_boot: in
     if isinstance(texts, str):
         raise TypeError("texts must be a list of documents (str), not one str")
     empty = sum(1 for t in texts if not t.strip())
-    sents = [s for t in texts if t.strip() for s in textlib.sentences(t) if len(textlib.words(s)) >= 2]
-    sents = textlib.tokenize(sents, tables.tokens)        # the tokens the table was fitted on
+    # Tokenized as the table was fitted (`Tables.tokens`).
+    sents = [s for t in texts if t.strip() for s in textlib.tokenized_sentences(t, tokens=tables.tokens)]
     if not sents:
         raise ValueError(f"no sentence of at least 2 words in {len(texts)} documents ({empty} empty)")
     enc = estimator.encode(tables, sents)

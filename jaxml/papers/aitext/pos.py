@@ -25,7 +25,6 @@ import re
 from collections.abc import Sequence
 
 ADJECTIVE_TAGS = frozenset({"JJ", "JJR", "JJS"})
-TOKENS = "pos-adjectives"        # Tables.meta["tokens"] of tables fitted on these tokens
 _TOKEN = re.compile(r"[a-z]+(?:['-][a-z]+)*")
 
 

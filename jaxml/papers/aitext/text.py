@@ -73,10 +73,13 @@ def tokenize(sentences: list[str], tokens: str = "words") -> list[list[str]]:
     raise ValueError(f"unknown tokens {tokens!r}; accepted: {TOKENS}")
 
 
-def tokenized_sentences(text: str, min_words: int = 2) -> list[list[str]]:
-    """`words` of every sentence of `text` with at least `min_words` words (the reference drops
-    sentences of length <= 1)."""
-    return [w for w in (words(s) for s in sentences(text)) if len(w) >= min_words]
+def tokenized_sentences(text: str, min_words: int = 2, tokens: str = "words") -> list[list[str]]:
+    """The token lists (`tokenize` with `tokens`) of every sentence of `text` with at least
+    `min_words` words (the reference drops sentences of length <= 1)."""
+    kept = [(s, w) for s in sentences(text) for w in (words(s),) if len(w) >= min_words]
+    if tokens == "words":
+        return [w for _, w in kept]
+    return tokenize([s for s, _ in kept], tokens)
 
 
 def paragraphs(text: str) -> list[str]:
