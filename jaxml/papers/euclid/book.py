@@ -1,4 +1,4 @@
-"""Euclid's Elements Book I: the 48 statements (and proofs of I.1-I.34 and I.46) in `data/book1.e`."""
+"""Euclid's Elements Book I: the 48 statements, their proofs and 30 lemmas in `data/book1.e`."""
 
 from __future__ import annotations
 

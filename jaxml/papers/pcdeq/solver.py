@@ -252,9 +252,9 @@ def deq_solve(f: Callable[[Any, jax.Array, jax.Array], jax.Array], params: Any, 
         application of f, as the official forward does (`official_output`).
       map_at_zero: optional `(params, x) -> f(params, 0, x)` in closed form (a map act(W z + x) gives
         act(x)): the solve's first iteration, from z0 = 0, uses it instead of applying f, which saves
-        one product with W per solve (a convolution per block in the conv networks). Hashable (a
-        static argument): a module-level function or one cached per configuration. The result is
-        the same as without it wherever W z at z = 0 is exactly 0 (finite W).
+        one product with W per solve (a convolution per block in the conv networks). A static
+        argument of the custom VJP, like `f`. The result is the same as without it wherever W z at
+        z = 0 is exactly 0 (finite W).
     Returns:
       `(z* or f(z*), DEQStats(iterations, residual))` of the forward solve.
     """
