@@ -328,20 +328,27 @@ def test_pair_kernel_places_each_tap_once():
 
 
 def test_conv3x3_implementation_is_chosen_per_platform():
-    # 'auto' is lax.platform_dependent. Lowered for the CPU: with fewer than 9 channels the forward,
-    # the adjoint and the weight gradient are GEMMs (no convolution op); with 9-16 channels forward and
-    # adjoint are one convolution each on column pairs (2c channels, a [3, 2] kernel) and the weight
-    # gradient a GEMM; from 17 channels XLA's convolution and the GEMM weight gradient. Lowered for
-    # GPU/TPU all three are XLA convolutions. Lowering for another platform needs no such device.
-    loss = lambda impl: jax.jit(jax.value_and_grad(lambda z, w: jnp.sum(jnp.sin(conv3x3(z, w, impl))), (0, 1)))
+    # 'auto' is lax.platform_dependent. Lowered for the CPU, a forward alone (the DEQ loops' map) is a GEMM
+    # with fewer than 9 channels, one convolution on column pairs (2c channels, a [3, 2] kernel) with 9-16
+    # and XLA's convolution from 17; the adjoint (the backward loops' map) likewise; a differentiated
+    # forward (the linearisation at z*) is a GEMM sharing the weight gradient's row patches, and the
+    # weight gradient a GEMM. Lowered for GPU/TPU all are XLA convolutions. Lowering for another
+    # platform needs no such device (jax.export).
+    def counts_of(fn, platform, *args):
+        text = jax.export.export(jax.jit(fn), platforms=(platform,))(*args).mlir_module()
+        return (text.count("stablehlo.convolution"), text.count("stablehlo.dot_general"),
+                text.count(f"tensor<3x2x{2 * c}x{2 * c}xf32>") > 0)
+
     counts = {}
     for c in (3, 12, 24):
         z, w = _normal((2, 5, 6, c), 0), _normal((3, 3, c, c), 1)
         for impl in ("auto", "pairs", "patches", "xla"):
+            train = jax.value_and_grad(lambda z, w: jnp.sum(jnp.sin(conv3x3(z, w, impl))), (0, 1))
+            adjoint = lambda z, w: jax.vjp(lambda z_: conv3x3(z_, w, impl), z)[1](z)[0]
             for platform in ("cpu", "cuda", "tpu"):
-                text = jax.export.export(loss(impl), platforms=(platform,))(z, w).mlir_module()
-                counts[c, impl, platform] = (text.count("stablehlo.convolution"), text.count("stablehlo.dot_general"),
-                                             text.count(f"tensor<3x2x{2 * c}x{2 * c}xf32>") > 0)
+                counts[c, impl, platform] = counts_of(train, platform, z, w)
+                counts[c, impl, platform, "forward"] = counts_of(lambda z, w: conv3x3(z, w, impl), platform, z, w)
+                counts[c, impl, platform, "adjoint"] = counts_of(adjoint, platform, z, w)
         # Here (a CPU run) 'auto' computes the CPU's choice, bit for bit.
         choice = {3: "patches", 12: "pairs", 24: "xla"}[c]
         np.testing.assert_array_equal(conv3x3(z, w), conv3x3(z, w, choice))
@@ -349,9 +356,10 @@ def test_conv3x3_implementation_is_chosen_per_platform():
         assert counts[c, "patches", "cpu"] == counts[c, "patches", "cuda"] == (0, 3, False), counts
         assert counts[c, "pairs", "cpu"] == counts[c, "pairs", "tpu"] == (2, 1, True), counts
         assert counts[c, "xla", "cpu"] == counts[c, "auto", "cuda"] == counts[c, "auto", "tpu"] == (3, 0, False), counts
-    assert counts[3, "auto", "cpu"] == (0, 3, False), counts
-    assert counts[12, "auto", "cpu"] == (2, 1, True), counts
-    assert counts[24, "auto", "cpu"] == (2, 1, False), counts
+        assert counts[c, "auto", "cuda", "forward"] == counts[c, "auto", "tpu", "adjoint"] == (1, 0, False), counts
+    for c, forward in ((3, (0, 1, False)), (12, (1, 0, True)), (24, (1, 0, False))):
+        assert counts[c, "auto", "cpu", "forward"] == counts[c, "auto", "cpu", "adjoint"] == forward, counts
+        assert counts[c, "auto", "cpu"] == (forward[0], 2 + forward[1], forward[2]), counts
     with pytest.raises(ValueError, match="conv impl='im2col'"):
         conv3x3(z, w, "im2col")
 
