@@ -99,7 +99,10 @@ def _dense_map(w, z, x, act):
     return act(z @ w + x)
 
 
-CONV_IMPLS = ("auto", "patches", "xla")
+CONV_IMPLS = ("auto", "pairs", "patches", "xla")
+# XLA:CPU (jax 0.10) runs a convolution through YNNPACK, near one core's peak, only when both
+# channel counts exceed 16; below that it uses a slower convolution of its own.
+_YNN_MIN_CHANNELS = 17
 
 
 def _conv_xla(z, w):
@@ -139,6 +142,51 @@ def _conv_patches(z, w):
     return _shift(y[..., 0, :], 2, -1) + y[..., 1, :] + _shift(y[..., 2, :], 2, 1)
 
 
+def _pair_kernel(w):
+    """The [3, 3, c, o] kernel as [3, 2, 2c, 2o] on column pairs (`_conv_pairs`): tap t of a pair
+    of input columns (2m - 1, 2m) (half a) to output columns (2k, 2k + 1) (half b), with m = k + t,
+    carries w's column tap 2t + a - b (offset 2t - 1 + a - b); the two offsets of +-2 are zero."""
+    c, o = w.shape[2:]
+    zero = jnp.zeros((3, c, o), w.dtype)
+    taps = []
+    for t in range(2):
+        rows = [jnp.concatenate([w[:, 2 * t + a - b] if abs(2 * t - 1 + a - b) <= 1 else zero
+                                 for b in range(2)], axis=-1) for a in range(2)]
+        taps.append(jnp.concatenate(rows, axis=-2))
+    return jnp.stack(taps, axis=1)
+
+
+def _conv_pairs(z, w):
+    """The 3x3 'SAME' convolution on column pairs: W padded by one column on each side (and one more
+    when odd) and viewed as pairs [n, h, w/2 + 1, 2c] (a reshape, no copy), then a [3, 2] convolution
+    with 2c input and 2o output channels (`_pair_kernel`), valid along W, whose output
+    [n, h, w/2, 2o] is the NHWC result. 6 of the 8 [c, o] blocks per kernel row are taps, so it does
+    4/3 of the convolution's work, in one XLA convolution with at least 17 channels when c, o >= 9,
+    which XLA:CPU hands to YNNPACK."""
+    n, h, wd, c = z.shape
+    o = w.shape[-1]
+    odd = wd % 2
+    zs = jnp.pad(z, ((0, 0), (0, 0), (1, 1 + odd), (0, 0))).reshape(n, h, (wd + odd) // 2 + 1, 2 * c)
+    y = jax.lax.conv_general_dilated(zs, _pair_kernel(w), (1, 1), ((1, 1), (0, 0)),
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    y = y.reshape(n, h, wd + odd, o)
+    return y[:, :, :wd] if odd else y
+
+
+def _conv_cpu(z, w):
+    """The CPU's choice: XLA's convolution where YNNPACK runs it, else the pairs form (which
+    reaches YNNPACK with twice the channels), else (fewer than 9 channels) the patches GEMM."""
+    c, o = z.shape[-1], w.shape[-1]
+    if min(c, o) >= _YNN_MIN_CHANNELS:
+        return _conv_xla(z, w)
+    if 2 * min(c, o) >= _YNN_MIN_CHANNELS:
+        return _conv_pairs(z, w)
+    return _conv_patches(z, w)
+
+
+_CONVS = {"pairs": _conv_pairs, "patches": _conv_patches, "xla": _conv_xla}
+
+
 def _conv_weight_grad_patches(z, g):
     """d/dw of sum(g * conv(z, w)): dw[i, j, c, o] = sum_{n,h,w} z[n, h+i-1, w+j-1, c] g[n, h, w, o],
     as one GEMM (column-shifted g)^T @ (row patches of z), contracting over the n*h*w rows."""
@@ -162,16 +210,16 @@ def _check_impl(impl):
 
 
 def _conv_any(z, w, impl):
-    if impl == "auto":   # resolved when lowering, per platform: the CPU gets the GEMM
-        return jax.lax.platform_dependent(z, w, cpu=_conv_patches, default=_conv_xla)
-    return _conv_patches(z, w) if impl == "patches" else _conv_xla(z, w)
+    if impl == "auto":   # resolved when lowering, per platform (`_conv_cpu` on the CPU)
+        return jax.lax.platform_dependent(z, w, cpu=_conv_cpu, default=_conv_xla)
+    return _CONVS[impl](z, w)
 
 
 def _weight_grad_any(z, g, w, impl):
     if impl == "auto":
         return jax.lax.platform_dependent(z, g, w, cpu=lambda z, g, w: _conv_weight_grad_patches(z, g),
                                           default=_conv_weight_grad_xla)
-    return _conv_weight_grad_patches(z, g) if impl == "patches" else _conv_weight_grad_xla(z, g, w)
+    return _conv_weight_grad_xla(z, g, w) if impl == "xla" else _conv_weight_grad_patches(z, g)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
@@ -180,6 +228,11 @@ def _conv3x3(z, w, impl):
 
 
 def _conv3x3_fwd(z, w, impl):
+    # A differentiated forward (a DEQ layer's linearisation at z*, an unrolled step) whose weight
+    # gradient concatenates the row patches of z: on the CPU 'auto' computes it from the same patches
+    # (one GEMM; XLA computes the concatenation once).
+    if impl == "auto":
+        return jax.lax.platform_dependent(z, w, cpu=_conv_patches, default=_conv_xla), (z, w)
     return _conv_any(z, w, impl), (z, w)
 
 
@@ -200,31 +253,47 @@ def conv3x3(z: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
     DEQ backward pass at each iteration; its gradient w.r.t. w is a weight-gradient GEMM.
 
     impl:
+      'pairs'    the convolution on column pairs (`_conv_pairs`): the input padded along W and viewed
+                 as [n, h, w/2 + 1, 2c] (a reshape), one XLA convolution with a [3, 2, 2c, 2o]
+                 kernel (4/3 of the work: 2 of its 8 blocks per row are zero), valid along W; the
+                 weight gradient is the 'patches' GEMM.
       'patches'  one GEMM, NHWC: the three row taps concatenated on the channel axis
                  ([n*h*w, 3c]) times the kernel as a [3c, 3o] matrix, the three column taps summed
                  with shifts along W (`_conv_patches`); the weight gradient is
                  (column-shifted g)^T @ row patches, a [3o, 3c] GEMM over the n*h*w rows.
       'xla'      `lax.conv_general_dilated` and JAX's weight gradient of it.
-      'auto'     'patches' on CPU, 'xla' on GPU/TPU: `lax.platform_dependent`, so the choice is
-                 made per platform when lowering (a CPU computation on a GPU host gets 'patches').
+      'auto'     per platform when lowering (`lax.platform_dependent`): on GPU/TPU 'xla'; on the CPU
+                 (`_conv_cpu`) the 'xla' convolution when both channel counts are at least 17,
+                 'pairs' when they are at least 9, 'patches' below, with the 'patches' weight
+                 gradient; a forward that is differentiated (the custom VJP's forward rule: a DEQ
+                 layer's linearisation at z*) is 'patches' there, since its weight gradient
+                 concatenates the same row patches and XLA computes them once (whole multi-conv
+                 training step: 75.2 -> 71.3 ms, one thread). A CPU computation on a GPU host gets
+                 the CPU's choice.
 
-    Why: XLA:CPU runs the 12-channel convolution of the multi-conv pcDEQ's first block slowly.
-    Measured on one pinned thread (AMD EPYC with AVX-512, jax 0.10.2, batch 64, float32; best of 30
-    interleaved repetitions on a 2-core machine loaded by other jobs), 'xla' vs 'patches':
-      convolution (forward = adjoint) 64x28x28x12: 3.01 vs 1.52 ms; 13x13x24: 0.77 vs 0.85;
-                                      6x6x48: 0.51 vs 0.53;
-      weight gradient                 64x28x28x12: 2.38 vs 2.06 ms; 13x13x24: 1.54 vs 1.03;
-                                      6x6x48: 0.65 vs 0.59;
-      6 forward iterations z <- softsign(conv(z) + x), in the solver's loop (the shifted sum fuses
-      with the activation): 28x28x12 20.9 vs 11.8 ms; 13x13x24 5.9 vs 5.0; 6x6x48 3.3 vs 3.4;
-      6 adjoint iterations (with `conv_activation`): 28x28x12 28.2 vs 15.1 ms; 13x13x24 7.9 vs 7.2;
-      6x6x48 4.4 vs 4.3.
+    Why: XLA:CPU (jax 0.10) hands a convolution to YNNPACK, which runs near one core's float32 peak,
+    only when both channel counts exceed 16; the 12-channel convolution of the multi-conv pcDEQ's
+    first block gets XLA's slower own convolution. On pairs it has 24 channels. Measured with
+    `python scripts/bench_conv3x3.py` (one pinned thread of an Intel Xeon with AVX-512, 2 MiB L2,
+    jax 0.10.2, batch 64, float32, medians of 21 interleaved repetitions, idle machine), ms for
+    'xla' / 'patches' / 'pairs' / 'auto':
+      6 forward iterations z <- softsign(conv(z) + x) with the residual, in a `fori_loop`:
+        28x28x12 30.9 / 20.2 / 16.8 / 16.5; 13x13x24 8.4 / 9.1 / 10.9 / 8.4;
+        6x6x48 4.5 / 5.3 / 6.4 / 4.5;
+      6 adjoint iterations (the implementation's own transpose, `conv_activation`):
+        28x28x12 40.4 / 22.3 / 17.9 / 17.8; 13x13x24 10.3 / 11.2 / 12.2 / 10.2;
+        6x6x48 5.6 / 6.5 / 7.5 / 5.6;
+      weight gradient: 28x28x12 5.4 / 4.1 / 4.2 / 4.1; 13x13x24 2.1 / 2.0 / 2.3 / 2.2;
+        6x6x48 1.0 / 1.1 / 1.1 / 1.1.
+    Earlier ('patches' against 'xla' on an AMD EPYC): 6 forward iterations at 28x28x12 20.9 vs 11.8 ms.
     Alternatives measured at 64x28x28x12 and dropped: `lax.conv_general_dilated_patches` + GEMM
     (28 ms), pad + 9 shifted slices concatenated + one [n*h*w, 108] x [108, 12] GEMM (36 ms: XLA:CPU's
     9-operand concatenation alone takes 4 ms and a GEMM with 12 output columns 4 ms), the 9 taps as 9
     small GEMMs (5 ms), the output-side form (z @ [c, 9o], then 9 shifted sums: 7-11 ms), the
     column taps concatenated and the rows shifted (the same speed), W padded before the GEMM (1.2x
-    slower). Differences to 'xla' are float32 rounding (summation order; see the tests).
+    slower); pairs without the one-column offset (a [3, 3] kernel on pairs (2k, 2k + 1): twice the
+    work, 2.1 ms against the offset form's 1.7 ms for one convolution) and its weight gradient
+    through XLA (9 ms). Differences to 'xla' are float32 rounding (summation order; see the tests).
     """
     _check_impl(impl)
     return _conv3x3(z, w, impl)

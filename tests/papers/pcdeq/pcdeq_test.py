@@ -286,40 +286,80 @@ def test_conv3x3_and_maxpool_custom_gradients_equal_xla():
     assert float(g.sum()) == 16.0 and set(np.unique(np.asarray(g))) <= {0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 9.0}
 
 
-@pytest.mark.parametrize("shape", [(2, 9, 7, 5, 5), (3, 7, 5, 4, 12), (1, 1, 1, 2, 3), (2, 28, 28, 12, 12)],
-                         ids=["odd-9x7x5", "cin4-cout12", "1x1", "28x28x12"])
-def test_conv3x3_patches_and_its_vjp_equal_xla(shape):
-    # The CPU path (row patches times the kernel as one GEMM, the weight gradient as one GEMM) against
-    # lax.conv_general_dilated and jax.vjp of it. Only the summation order differs: measured over
-    # these shapes and 13x13x24, 6x6x48 (3 seeds each, standard normal data), the largest difference
-    # is 9.0e-7 of the largest |entry| (the weight gradient at 28x28x12: 1.1e-4 of 122; forward and
-    # input gradient at most 4.4e-7), and float64 puts both paths' errors in the same range. Bound:
-    # 4e-6 of the largest entry. The 1x1 image only touches the centre tap: exactly equal.
+@pytest.mark.parametrize("impl", ["patches", "pairs"])
+@pytest.mark.parametrize("shape", [(2, 9, 7, 5, 5), (3, 7, 5, 4, 12), (1, 1, 1, 2, 3), (2, 28, 28, 12, 12),
+                                   (2, 5, 1, 12, 12), (2, 4, 9, 12, 10)],
+                         ids=["odd-9x7x5", "cin4-cout12", "1x1", "28x28x12", "width1", "odd-4x9-c12-o10"])
+def test_conv3x3_cpu_forms_and_their_vjp_equal_xla(shape, impl):
+    # The CPU paths against lax.conv_general_dilated and jax.vjp of it: 'patches' (row patches times the
+    # kernel as one GEMM) and 'pairs' (one convolution on column pairs, odd widths padded); both take
+    # the weight gradient as one GEMM. Only the summation order differs. Measured over these shapes and
+    # 13x13x24, 6x6x48 (3 seeds each, standard normal data): 'patches' at most 9.0e-7 of the largest
+    # |entry| (the weight gradient at 28x28x12: 1.1e-4 of 122), 'pairs' at most 6.1e-7 (its forward
+    # at 28x28x12); float64 puts the paths' errors in the same range. Bound: 4e-6 of the largest entry.
+    # The 1x1 image only touches the centre tap: exactly equal.
     n, h, wd, c, o = shape
     z, w, g = _normal((n, h, wd, c), 0), _normal((3, 3, c, o), 1), _normal((n, h, wd, o), 2)
-    for name, ((a, b), (err, scale)) in _vjp_against_xla(lambda z, w: conv3x3(z, w, "patches"), z, w, g).items():
+    for name, ((a, b), (err, scale)) in _vjp_against_xla(lambda z, w: conv3x3(z, w, impl), z, w, g).items():
         assert a.dtype == jnp.float32, name
         assert err <= 4e-6 * scale, (name, err, scale)
         if h == wd == 1:
             assert err == 0.0, name
 
 
+def test_pair_kernel_places_each_tap_once():
+    # The [3, 2, 2c, 2o] kernel on column pairs holds each of w's 9 taps exactly twice (once per output
+    # column of the pair) and zeros elsewhere: distinct entries, so any misplaced block shows.
+    from jaxml.papers.pcdeq.layers import _pair_kernel
+    c, o = 2, 3
+    w = jnp.arange(1.0, 1.0 + 9 * c * o).reshape(3, 3, c, o)
+    k = np.asarray(_pair_kernel(w))
+    assert k.shape == (3, 2, 2 * c, 2 * o)
+    values, counts = np.unique(k, return_counts=True)
+    assert values[0] == 0.0 and counts[0] == 2 * 3 * c * o          # two zero [c, o] blocks per kernel row
+    assert set(counts[1:]) == {2} and len(values) == 1 + 9 * c * o
+    # Input column 2m - 1 + a, output 2k + b, m = k + t: the offset 2t - 1 + a - b is w's column tap - 1.
+    for t in range(2):
+        for a in range(2):
+            for b in range(2):
+                block = k[:, t, a * c:(a + 1) * c, b * o:(b + 1) * o]
+                d = 2 * t - 1 + a - b
+                np.testing.assert_array_equal(block, w[:, d + 1] if abs(d) <= 1 else 0.0)
+
+
 def test_conv3x3_implementation_is_chosen_per_platform():
-    # 'auto' is lax.platform_dependent: lowered for the CPU, the forward, the adjoint and the weight
-    # gradient are GEMMs (no convolution op); lowered for GPU/TPU they are XLA convolutions. Lowering
-    # for another platform needs no such device (jax.export).
-    z, w = _normal((2, 5, 6, 3), 0), _normal((3, 3, 3, 4), 1)
-    loss = lambda impl: jax.jit(jax.value_and_grad(lambda z, w: jnp.sum(jnp.sin(conv3x3(z, w, impl))), (0, 1)))
+    # 'auto' is lax.platform_dependent. Lowered for the CPU, a forward alone (the DEQ loops' map) is a GEMM
+    # with fewer than 9 channels, one convolution on column pairs (2c channels, a [3, 2] kernel) with 9-16
+    # and XLA's convolution from 17; the adjoint (the backward loops' map) likewise; a differentiated
+    # forward (the linearisation at z*) is a GEMM sharing the weight gradient's row patches, and the
+    # weight gradient a GEMM. Lowered for GPU/TPU all are XLA convolutions. Lowering for another
+    # platform needs no such device (jax.export).
+    def counts_of(fn, platform, *args):
+        text = jax.export.export(jax.jit(fn), platforms=(platform,))(*args).mlir_module()
+        return (text.count("stablehlo.convolution"), text.count("stablehlo.dot_general"),
+                text.count(f"tensor<3x2x{2 * c}x{2 * c}xf32>") > 0)
+
     counts = {}
-    for impl in ("auto", "patches", "xla"):
-        for platform in ("cpu", "cuda", "tpu"):
-            text = jax.export.export(loss(impl), platforms=(platform,))(z, w).mlir_module()
-            counts[impl, platform] = (text.count("stablehlo.convolution"), text.count("stablehlo.dot_general"))
-    assert counts["auto", "cpu"] == counts["patches", "cpu"] == (0, 3), counts
-    assert counts["auto", "cuda"] == counts["auto", "tpu"] == counts["xla", "cpu"] == (3, 0), counts
-    assert counts["patches", "cuda"] == (0, 3), counts          # an explicit choice holds everywhere
-    # Here (a CPU run) 'auto' computes the patches path.
-    np.testing.assert_array_equal(conv3x3(z, w), conv3x3(z, w, "patches"))
+    for c in (3, 12, 24):
+        z, w = _normal((2, 5, 6, c), 0), _normal((3, 3, c, c), 1)
+        for impl in ("auto", "pairs", "patches", "xla"):
+            train = jax.value_and_grad(lambda z, w: jnp.sum(jnp.sin(conv3x3(z, w, impl))), (0, 1))
+            adjoint = lambda z, w: jax.vjp(lambda z_: conv3x3(z_, w, impl), z)[1](z)[0]
+            for platform in ("cpu", "cuda", "tpu"):
+                counts[c, impl, platform] = counts_of(train, platform, z, w)
+                counts[c, impl, platform, "forward"] = counts_of(lambda z, w: conv3x3(z, w, impl), platform, z, w)
+                counts[c, impl, platform, "adjoint"] = counts_of(adjoint, platform, z, w)
+        # Here (a CPU run) 'auto' computes the CPU's choice, bit for bit.
+        choice = {3: "patches", 12: "pairs", 24: "xla"}[c]
+        np.testing.assert_array_equal(conv3x3(z, w), conv3x3(z, w, choice))
+    for c in (3, 12, 24):
+        assert counts[c, "patches", "cpu"] == counts[c, "patches", "cuda"] == (0, 3, False), counts
+        assert counts[c, "pairs", "cpu"] == counts[c, "pairs", "tpu"] == (2, 1, True), counts
+        assert counts[c, "xla", "cpu"] == counts[c, "auto", "cuda"] == counts[c, "auto", "tpu"] == (3, 0, False), counts
+        assert counts[c, "auto", "cuda", "forward"] == counts[c, "auto", "tpu", "adjoint"] == (1, 0, False), counts
+    for c, forward in ((3, (0, 1, False)), (12, (1, 0, True)), (24, (1, 0, False))):
+        assert counts[c, "auto", "cpu", "forward"] == counts[c, "auto", "cpu", "adjoint"] == forward, counts
+        assert counts[c, "auto", "cpu"] == (forward[0], 2 + forward[1], forward[2]), counts
     with pytest.raises(ValueError, match="conv impl='im2col'"):
         conv3x3(z, w, "im2col")
 
