@@ -358,6 +358,85 @@ def _conv_map(w, z, x, act):
     return act(conv3x3(z, w) + x)
 
 
+# The conv layers' map with the direct CPU kernel (`kernels.cpu_conv3x3`): the activations it fuses.
+DIRECT_ACTIVATIONS = ("softsign",)
+
+
+def _direct_applies(w, z, name) -> bool:
+    """The map act(W * z + x) runs as one `kernels.cpu_conv3x3` call on the CPU: float32, at most 16
+    channels (XLA:CPU's own convolution, not YNNPACK's, below 17), an activation it fuses, and the
+    kernel built here. Decided when tracing."""
+    if name not in DIRECT_ACTIVATIONS or z.dtype != jnp.float32 or w.dtype != jnp.float32:
+        return False
+    if max(z.shape[-1], w.shape[-1]) >= _YNN_MIN_CHANNELS:
+        return False
+    from kernels import cpu_conv3x3
+    return cpu_conv3x3.available()
+
+
+def _conv_differentiated(z, w):
+    # As `_conv3x3_fwd`: on the CPU the patches GEMM, whose row patches the weight gradient reuses.
+    return jax.lax.platform_dependent(z, w, cpu=_conv_patches, default=_conv_xla)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _direct_conv_map(w, z, x, name):
+    from kernels import cpu_conv3x3
+    return jax.lax.platform_dependent(
+        w, z, x, cpu=lambda w, z, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=name),
+        default=lambda w, z, x: activation_fn(name)(_conv_xla(z, w) + x))
+
+
+def _direct_conv_map_fwd(w, z, x, name):
+    pre = _conv_differentiated(z, w) + x
+    return activation_fn(name)(pre), (w, z, activation_grad(name, pre))
+
+
+def _direct_conv_map_bwd(name, res, g):
+    from kernels import cpu_conv3x3
+    w, z, d = res
+    h = d * g
+    wt = _flip_transpose(w)
+    # The adjoint solve's map: conv^T(act' * g) as one kernel call (the product fused into it).
+    dz = jax.lax.platform_dependent(g, wt, d, h, cpu=lambda g, wt, d, h: cpu_conv3x3.conv3x3(g, wt, scale=d),
+                                    default=lambda g, wt, d, h: _conv_xla(h, wt))
+    return _weight_grad_any(z, h, w, "auto"), dz, h
+
+
+_direct_conv_map.defvjp(_direct_conv_map_fwd, _direct_conv_map_bwd)
+
+
+@functools.lru_cache(maxsize=None)
+def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
+    """The conv layers' map (w, z, x) -> act(W * z + x), W a [3, 3, c, c] kernel, 'SAME' padding.
+
+    Where `_direct_applies` (the CPU, float32, at most 16 channels, softsign, the kernel built), the
+    map is one call of the direct kernel `kernels.cpu_conv3x3` (convolution, injection and
+    activation fused) and its VJP's input part, the adjoint solve's map, another one (the product with
+    act' fused); the differentiated forward (the linearisation at z*) is the patches GEMM that shares
+    its row patches with the weight gradient. Elsewhere act(conv3x3(z, w) + x)."""
+    act = conv_activation(activation)
+
+    def f(w, z, x):
+        if _direct_applies(w, z, activation):
+            return _direct_conv_map(w, z, x, activation)
+        return _conv_map(w, z, x, act)
+
+    def adjoint_map(w, z, x, g):
+        """u -> J^T u + g at z (the adjoint solve's map) as one kernel call; None: use jax.vjp."""
+        if not _direct_applies(w, z, activation):
+            return None
+        from kernels import cpu_conv3x3
+        d = activation_grad(activation, _conv_differentiated(z, w) + x)   # as `_direct_conv_map_fwd`
+        wt = _flip_transpose(w)
+        return lambda u: jax.lax.platform_dependent(
+            u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g),
+            default=lambda u, wt, d, g: _conv_xla(d * u, wt) + g)
+
+    f.adjoint_map = adjoint_map
+    return f
+
+
 @functools.lru_cache(maxsize=None)
 def conv_activation(name: str) -> Callable[[jax.Array], jax.Array]:
     """The activation of the conv layers' map, with its derivative given explicitly
@@ -427,8 +506,7 @@ class DEQLayer(nn.Module):
             # One materialised injection: without the barrier XLA:CPU fused the injection's
             # computation (BatchNorm, softplus) into each of its consumers and recomputed it there.
             inj = jax.lax.optimization_barrier(inj)
-        step = _conv_map if self.conv else _dense_map
-        f = lambda w_, z, x_: step(w_, z, x_, act)
+        f = conv_map(self.activation) if self.conv else (lambda w_, z, x_: _dense_map(w_, z, x_, act))
         if self.capture:   # for offline convergence analysis: the map is f(w, z, inj) = step(...)
             self.sow("capture", "weight", w)
             self.sow("capture", "injection", inj)
@@ -475,6 +553,7 @@ def project_nonnegative(params: Any) -> Any:
 
 def layer_map(activation: str, conv: bool) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """The DEQ map `(w, z, injection) -> act(W z + injection)` of a dense or conv layer."""
-    act = conv_activation(activation) if conv else activation_fn(activation)
-    step = _conv_map if conv else _dense_map
-    return lambda w, z, x: step(w, z, x, act)
+    if conv:
+        return conv_map(activation)
+    act = activation_fn(activation)
+    return lambda w, z, x: _dense_map(w, z, x, act)

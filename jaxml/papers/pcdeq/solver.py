@@ -175,10 +175,17 @@ def _deq_fwd(f, solver, map_at_zero, params, x, probe):
 
 
 def _adjoint(f, solver, params, x, z, g):
-    """u = J^T u + g from u0 = g, J = d f(params, z, x) / d z at the given z: `(u, iterations, residual)`."""
-    _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
+    """u = J^T u + g from u0 = g, J = d f(params, z, x) / d z at the given z: `(u, iterations, residual)`.
+
+    The map u -> J^T u + g is `f.adjoint_map(params, z, x, g)` when f carries one that returns a
+    function (a fused form of the same map, e.g. one kernel call), else `jax.vjp` of f plus g."""
+    adjoint_map = getattr(f, "adjoint_map", None)
+    step = None if adjoint_map is None else adjoint_map(params, z, x, g)
+    if step is None:
+        _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
+        step = lambda uu: vjp_z(uu)[0] + g
     # The adjoint u has no sign constraint: Anderson's orthant guard is for the forward map only.
-    return find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver._replace(nonnegative=False))
+    return find_fixed_point(step, g, solver._replace(nonnegative=False))
 
 
 def _probe_cotangent(k, r):

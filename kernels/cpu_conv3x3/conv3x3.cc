@@ -1,0 +1,108 @@
+// A direct 3x3 'SAME' convolution for x86-64 CPUs with AVX-512, as an XLA FFI custom call:
+//
+//   out[n, y, x, :] = act( sum_{i, j, c} (scale * z)[n, y + i - 1, x + j - 1, c] w[i, j, c, :] + add[n, y, x, :] )
+//
+// z, scale: [n, h, w, c] float32 (scale optional), w: [3, 3, c, o] (HWIO), add, out: [n, h, w, o]
+// (add optional), o <= 16 (one AVX-512 vector of output channels), act: 0 identity, 1 softsign.
+// Zero padding. One image row at a time: the three input rows (times scale) are copied into a
+// zero-padded buffer, then each block of PB output pixels accumulates PB vectors of o channels
+// (a weight vector is loaded once per block and used PB times). Summation order per output: kernel
+// row i, then column j, then input channel c (the order of XLA:CPU's own convolution).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int kBlock = 14;   // output pixels per register block (PB accumulators + 1 weight vector)
+
+template <int PB>
+inline void Block(const float* rows, int64_t row_stride, const float* w, int64_t c, __mmask16 mask,
+                  int64_t x, int64_t o, const float* add, float* out, int act) {
+  __m512 acc[PB];
+  for (int p = 0; p < PB; ++p) acc[p] = _mm512_setzero_ps();
+  for (int i = 0; i < 3; ++i) {
+    const float* r = rows + i * row_stride;
+    for (int j = 0; j < 3; ++j) {
+      const float* wij = w + (i * 3 + j) * c * o;
+      const float* base = r + (x + j) * c;   // padded column (x + p) + j - 1 + 1
+      for (int64_t k = 0; k < c; ++k) {
+        const __m512 wv = _mm512_maskz_loadu_ps(mask, wij + k * o);
+        for (int p = 0; p < PB; ++p) acc[p] = _mm512_fmadd_ps(_mm512_set1_ps(base[p * c + k]), wv, acc[p]);
+      }
+    }
+  }
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int p = 0; p < PB; ++p) {
+    __m512 v = acc[p];
+    if (add != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, add + p * o));
+    if (act == 1) v = _mm512_div_ps(v, _mm512_add_ps(one, _mm512_abs_ps(v)));
+    _mm512_mask_storeu_ps(out + p * o, mask, v);
+  }
+}
+
+ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Buffer<ffi::F32> scale,
+                       ffi::Buffer<ffi::F32> add, ffi::ResultBuffer<ffi::F32> out, int32_t act,
+                       int32_t use_scale, int32_t use_add) {
+  const auto zd = z.dimensions();
+  const auto wdims = w.dimensions();
+  if (zd.size() != 4 || wdims.size() != 4 || wdims[0] != 3 || wdims[1] != 3 || wdims[2] != zd[3])
+    return ffi::Error::InvalidArgument("conv3x3: expects z [n, h, w, c] and w [3, 3, c, o]");
+  const int64_t n = zd[0], h = zd[1], wd = zd[2], c = zd[3], o = wdims[3];
+  if (o < 1 || o > 16) return ffi::Error::InvalidArgument("conv3x3: o must be 1..16");
+  if (act != 0 && act != 1) return ffi::Error::InvalidArgument("conv3x3: act must be 0 or 1");
+  const __mmask16 mask = static_cast<__mmask16>((1u << o) - 1u);
+  const float* zp = z.typed_data();
+  const float* sp = use_scale ? scale.typed_data() : nullptr;
+  const float* ap = use_add ? add.typed_data() : nullptr;
+  const float* wp = w.typed_data();
+  float* op = out->typed_data();
+  const int64_t row_stride = (wd + 2 + kBlock) * c;   // slack: a block never reads past the buffer
+  std::vector<float> rows(3 * row_stride, 0.0f);
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int i = 0; i < 3; ++i) {
+        float* r = rows.data() + i * row_stride + c;   // column 0 is the left padding
+        const int64_t yy = y + i - 1;
+        if (yy < 0 || yy >= h) {
+          std::memset(r, 0, wd * c * sizeof(float));
+          continue;
+        }
+        const int64_t off = (b * h + yy) * wd * c;
+        if (sp == nullptr) {
+          std::memcpy(r, zp + off, wd * c * sizeof(float));
+        } else {
+          for (int64_t t = 0; t < wd * c; ++t) r[t] = sp[off + t] * zp[off + t];
+        }
+      }
+      const int64_t out_row = (b * h + y) * wd * o;
+      int64_t x = 0;
+      for (; x + kBlock <= wd; x += kBlock)
+        Block<kBlock>(rows.data(), row_stride, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
+                      op + out_row + x * o, act);
+      for (; x < wd; ++x)
+        Block<1>(rows.data(), row_stride, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
+                 op + out_row + x * o, act);
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxmlConv3x3, Conv3x3Impl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Attr<int32_t>("act")
+                                  .Attr<int32_t>("use_scale")
+                                  .Attr<int32_t>("use_add"));
