@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernels.fixed_point.reference import EPS as RESIDUAL_EPS   # relative_residual's
+
 _SOURCE = pathlib.Path(__file__).with_name("conv3x3.cc")
 _TARGET = "jaxml_cpu_conv3x3"
 _FLAGS = ["-O3", "-march=native", "-std=c++17", "-shared", "-fPIC"]
@@ -91,13 +93,16 @@ def unavailable_reason() -> str:
 
 
 def conv3x3(z: jax.Array, w: jax.Array, *, scale: jax.Array | None = None, add: jax.Array | None = None,
-            activation: str | None = None) -> jax.Array:
+            activation: str | None = None, residual: bool = False):
     """act(conv3x3_same(scale * z, w) + add) on the CPU, NHWC x HWIO, float32.
 
     Args:
       z: [n, h, w, c]; scale: None or z's shape; w: [3, 3, c, o] with o <= 16;
       add: None or [n, h, w, o]; activation: None / 'identity' or 'softsign'.
-    Returns: [n, h, w, o] float32. Not differentiable by itself (callers give it a VJP).
+      residual: also return the step's relative residual ||out - z|| / (||out|| + 1e-5) (c == o), from
+        sums the kernel accumulates while writing out (no second pass over memory).
+    Returns: out [n, h, w, o] float32, or (out, residual) with residual a float32 scalar. Not
+      differentiable by itself (callers give it a VJP).
     Raises: ValueError on other shapes, dtypes or activations; RuntimeError when `available()` is False.
     """
     if activation not in ACTIVATIONS:
@@ -115,10 +120,16 @@ def conv3x3(z: jax.Array, w: jax.Array, *, scale: jax.Array | None = None, add: 
     for name, a in (("z", z), ("w", w), ("scale", scale), ("add", add)):
         if a is not None and a.dtype != jnp.float32:
             raise ValueError(f"conv3x3: {name} must be float32; got {a.dtype}")
+    if residual and o != z.shape[3]:
+        raise ValueError(f"conv3x3: residual=True compares out with z and needs c == o; got c={z.shape[3]}, o={o}")
     if not available():
         raise RuntimeError(f"kernels.cpu_conv3x3 is not available here: {unavailable_reason()}")
     dummy = jnp.zeros((1,), jnp.float32)
-    call = jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct(out_shape, jnp.float32))
-    return call(z, w, dummy if scale is None else scale, dummy if add is None else add,
-                act=np.int32(ACTIVATIONS[activation]), use_scale=np.int32(scale is not None),
-                use_add=np.int32(add is not None))
+    call = jax.ffi.ffi_call(_TARGET, (jax.ShapeDtypeStruct(out_shape, jnp.float32),
+                                      jax.ShapeDtypeStruct((2,), jnp.float32)))
+    out, sums = call(z, w, dummy if scale is None else scale, dummy if add is None else add,
+                     act=np.int32(ACTIVATIONS[activation]), use_scale=np.int32(scale is not None),
+                     use_add=np.int32(add is not None), residual=np.int32(residual))
+    if not residual:
+        return out
+    return out, jnp.sqrt(sums[0]) / (jnp.sqrt(sums[1]) + RESIDUAL_EPS)

@@ -4,6 +4,8 @@
 //
 // z, scale: [n, h, w, c] float32 (scale optional), w: [3, 3, c, o] (HWIO), add, out: [n, h, w, o]
 // (add optional), o <= 16 (one AVX-512 vector of output channels), act: 0 identity, 1 softsign.
+// With residual = 1 (c == o) the second result holds sum((out - z)^2) and sum(out^2), the terms of
+// the fixed-point step's relative residual (float32 per image row, float64 across rows).
 // Zero padding. One image row at a time: the three input rows (times scale) are copied into a
 // zero-padded buffer, then each block of PB output pixels accumulates PB vectors of o channels
 // (a weight vector is loaded once per block and used PB times). Summation order per output: kernel
@@ -48,8 +50,9 @@ inline void Block(const float* rows, int64_t row_stride, const float* w, int64_t
 }
 
 ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Buffer<ffi::F32> scale,
-                       ffi::Buffer<ffi::F32> add, ffi::ResultBuffer<ffi::F32> out, int32_t act,
-                       int32_t use_scale, int32_t use_add) {
+                       ffi::Buffer<ffi::F32> add, ffi::ResultBuffer<ffi::F32> out,
+                       ffi::ResultBuffer<ffi::F32> sums, int32_t act, int32_t use_scale, int32_t use_add,
+                       int32_t residual) {
   const auto zd = z.dimensions();
   const auto wdims = w.dimensions();
   if (zd.size() != 4 || wdims.size() != 4 || wdims[0] != 3 || wdims[1] != 3 || wdims[2] != zd[3])
@@ -57,6 +60,9 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
   const int64_t n = zd[0], h = zd[1], wd = zd[2], c = zd[3], o = wdims[3];
   if (o < 1 || o > 16) return ffi::Error::InvalidArgument("conv3x3: o must be 1..16");
   if (act != 0 && act != 1) return ffi::Error::InvalidArgument("conv3x3: act must be 0 or 1");
+  if (residual && o != c) return ffi::Error::InvalidArgument("conv3x3: the residual needs c == o");
+  if (sums->element_count() != 2) return ffi::Error::InvalidArgument("conv3x3: sums must have 2 entries");
+  double total_diff = 0.0, total_out = 0.0;
   const __mmask16 mask = static_cast<__mmask16>((1u << o) - 1u);
   const float* zp = z.typed_data();
   const float* sp = use_scale ? scale.typed_data() : nullptr;
@@ -89,8 +95,24 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
       for (; x < wd; ++x)
         Block<1>(rows.data(), row_stride, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
                  op + out_row + x * o, act);
+      if (residual) {   // the row's residual terms, (out - z)^2 and out^2 (c == o), while it is in cache:
+        // float32 per image row, float64 across rows
+        const float* zin = zp + out_row;
+        const float* orow = op + out_row;
+        __m512 sq_diff = _mm512_setzero_ps(), sq_out = _mm512_setzero_ps();
+        for (int64_t t = 0; t < wd; ++t) {
+          const __m512 v = _mm512_maskz_loadu_ps(mask, orow + t * o);
+          const __m512 dv = _mm512_sub_ps(v, _mm512_maskz_loadu_ps(mask, zin + t * o));
+          sq_diff = _mm512_fmadd_ps(dv, dv, sq_diff);
+          sq_out = _mm512_fmadd_ps(v, v, sq_out);
+        }
+        total_diff += _mm512_reduce_add_ps(sq_diff);
+        total_out += _mm512_reduce_add_ps(sq_out);
+      }
     }
   }
+  sums->typed_data()[0] = static_cast<float>(total_diff);
+  sums->typed_data()[1] = static_cast<float>(total_out);
   return ffi::Error::Success();
 }
 
@@ -103,6 +125,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxmlConv3x3, Conv3x3Impl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int32_t>("act")
                                   .Attr<int32_t>("use_scale")
-                                  .Attr<int32_t>("use_add"));
+                                  .Attr<int32_t>("use_add")
+                                  .Attr<int32_t>("residual"));

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from jaxml.papers.pcdeq.solver import (DEQStats, Solver, check_output, deq_solve, official_output,
                                        unrolled_solve)
-from kernels.fixed_point.reference import activation_fn, activation_grad
+from kernels.fixed_point.reference import activation_fn, activation_grad, relative_residual
 
 VARIANTS = ("pcdeq1", "pcdeq2", "deq", "explicit")
 PCDEQ1_ACTIVATIONS = ("tanh", "softsign", "relu6")
@@ -406,6 +406,10 @@ def _direct_conv_map_bwd(name, res, g):
 _direct_conv_map.defvjp(_direct_conv_map_fwd, _direct_conv_map_bwd)
 
 
+def _with_residual(z_next, z):
+    return z_next, relative_residual(z_next, z)
+
+
 @functools.lru_cache(maxsize=None)
 def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """The conv layers' map (w, z, x) -> act(W * z + x), W a [3, 3, c, c] kernel, 'SAME' padding.
@@ -422,17 +426,29 @@ def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax
             return _direct_conv_map(w, z, x, activation)
         return _conv_map(w, z, x, act)
 
+    def step_with_residual(w, x):
+        """z -> (f(w, z, x), its relative residual) as one kernel call (the forward solve's step);
+        None: the solver applies f and computes the residual itself."""
+        if not _direct_applies(w, x, activation):
+            return None
+        from kernels import cpu_conv3x3
+        return lambda z: jax.lax.platform_dependent(
+            z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=activation, residual=True),
+            default=lambda z, w, x: _with_residual(activation_fn(activation)(_conv_xla(z, w) + x), z))
+
     def adjoint_map(w, z, x, g):
-        """u -> J^T u + g at z (the adjoint solve's map) as one kernel call; None: use jax.vjp."""
+        """u -> (J^T u + g, its relative residual) at z (the adjoint solve's step) as one kernel call,
+        the product with act' fused; None: the solver uses jax.vjp."""
         if not _direct_applies(w, z, activation):
             return None
         from kernels import cpu_conv3x3
         d = activation_grad(activation, _conv_differentiated(z, w) + x)   # as `_direct_conv_map_fwd`
         wt = _flip_transpose(w)
         return lambda u: jax.lax.platform_dependent(
-            u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g),
-            default=lambda u, wt, d, g: _conv_xla(d * u, wt) + g)
+            u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g, residual=True),
+            default=lambda u, wt, d, g: _with_residual(_conv_xla(d * u, wt) + g, u))
 
+    f.step_with_residual = step_with_residual
     f.adjoint_map = adjoint_map
     return f
 
