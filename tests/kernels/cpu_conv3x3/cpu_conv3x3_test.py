@@ -48,6 +48,23 @@ def test_kernel_equals_xla_convolution(shape, form):
 
 
 @needs_kernel
+@pytest.mark.parametrize("shape", [(2, 28, 28, 12), (3, 9, 7, 5), (1, 1, 1, 3)], ids=["28x28x12", "9x7x5", "1x1"])
+def test_kernel_residual_equals_relative_residual(shape):
+    # residual=True: ||out - z|| / (||out|| + 1e-5) from sums the kernel accumulates (float32 per image
+    # row, float64 across rows) against relative_residual's float32 reductions of the same output.
+    # Measured: relative differences up to 1e-7; bound 2e-6.
+    from kernels.fixed_point.reference import relative_residual
+    z = _normal(shape, 0)
+    w = _normal((3, 3, shape[-1], shape[-1]), 1) * 0.2
+    x, scale = _normal(shape, 2), jax.random.uniform(jax.random.PRNGKey(3), shape)
+    for kwargs in ({"add": x, "activation": "softsign"}, {"scale": scale, "add": x}):
+        out, res = jax.jit(lambda z, w: cpu_conv3x3.conv3x3(z, w, residual=True, **kwargs))(z, w)
+        np.testing.assert_array_equal(out, cpu_conv3x3.conv3x3(z, w, **kwargs))
+        assert res.shape == () and res.dtype == jnp.float32
+        assert float(res) == pytest.approx(float(relative_residual(out, z)), rel=2e-6)
+
+
+@needs_kernel
 def test_kernel_rejects_bad_input_with_clear_errors():
     z, w = _normal((1, 4, 4, 3), 0), _normal((3, 3, 3, 3), 1)
     with pytest.raises(ValueError, match="1..16 output channels"):
@@ -60,6 +77,8 @@ def test_kernel_rejects_bad_input_with_clear_errors():
         cpu_conv3x3.conv3x3(z, w, add=_normal((1, 4, 4, 2), 2))
     with pytest.raises(ValueError, match="scale must have"):
         cpu_conv3x3.conv3x3(z, w, scale=_normal((1, 4, 5, 3), 2))
+    with pytest.raises(ValueError, match="residual=True compares out with z and needs c == o"):
+        cpu_conv3x3.conv3x3(z, _normal((3, 3, 3, 4), 1), residual=True)
     with pytest.raises(ValueError, match="activation='tanh'"):
         cpu_conv3x3.conv3x3(z, w, activation="tanh")
 
