@@ -6,8 +6,9 @@
 // (add optional), o <= 16 (one AVX-512 vector of output channels), act: 0 identity, 1 softsign.
 // With residual = 1 (c == o) the second result holds sum((out - z)^2) and sum(out^2), the terms of
 // the fixed-point step's relative residual (float32 per image row, float64 across rows).
-// Zero padding. One image row at a time: the three input rows (times scale) are copied into a
-// zero-padded buffer, then each block of PB output pixels accumulates PB vectors of o channels
+// Zero padding. One image row at a time: the three input rows (times scale) are in a ring of
+// zero-padded row buffers (each input row copied once), then each block of PB output pixels
+// accumulates PB vectors of o channels
 // (a weight vector is loaded once per block and used PB times). Summation order per output: kernel
 // row i, then column j, then input channel c (the order of XLA:CPU's own convolution).
 #include <immintrin.h>
@@ -25,12 +26,12 @@ namespace {
 constexpr int kBlock = 14;   // output pixels per register block (PB accumulators + 1 weight vector)
 
 template <int PB>
-inline void Block(const float* rows, int64_t row_stride, const float* w, int64_t c, __mmask16 mask,
+inline void Block(const float* const* rows, const float* w, int64_t c, __mmask16 mask,
                   int64_t x, int64_t o, const float* add, float* out, int act) {
   __m512 acc[PB];
   for (int p = 0; p < PB; ++p) acc[p] = _mm512_setzero_ps();
   for (int i = 0; i < 3; ++i) {
-    const float* r = rows + i * row_stride;
+    const float* r = rows[i];
     for (int j = 0; j < 3; ++j) {
       const float* wij = w + (i * 3 + j) * c * o;
       const float* base = r + (x + j) * c;   // padded column (x + p) + j - 1 + 1
@@ -69,31 +70,36 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
   const float* ap = use_add ? add.typed_data() : nullptr;
   const float* wp = w.typed_data();
   float* op = out->typed_data();
-  const int64_t row_stride = (wd + 2 + kBlock) * c;   // slack: a block never reads past the buffer
-  std::vector<float> rows(3 * row_stride, 0.0f);
+  // A ring of three zero-padded input rows (times scale): each input row is copied once per image.
+  const int64_t row_stride = (wd + 2) * c;
+  std::vector<float> ring(3 * row_stride, 0.0f);
+  auto load_row = [&](int64_t b, int64_t yy) {   // input row yy into ring slot (yy + 1) % 3
+    float* r = ring.data() + ((yy + 1) % 3) * row_stride + c;   // column 0 is the left padding
+    if (yy < 0 || yy >= h) {
+      std::memset(r, 0, wd * c * sizeof(float));
+      return;
+    }
+    const int64_t off = (b * h + yy) * wd * c;
+    if (sp == nullptr) {
+      std::memcpy(r, zp + off, wd * c * sizeof(float));
+    } else {
+      for (int64_t t = 0; t < wd * c; ++t) r[t] = sp[off + t] * zp[off + t];
+    }
+  };
   for (int64_t b = 0; b < n; ++b) {
+    load_row(b, -1);
+    load_row(b, 0);
     for (int64_t y = 0; y < h; ++y) {
-      for (int i = 0; i < 3; ++i) {
-        float* r = rows.data() + i * row_stride + c;   // column 0 is the left padding
-        const int64_t yy = y + i - 1;
-        if (yy < 0 || yy >= h) {
-          std::memset(r, 0, wd * c * sizeof(float));
-          continue;
-        }
-        const int64_t off = (b * h + yy) * wd * c;
-        if (sp == nullptr) {
-          std::memcpy(r, zp + off, wd * c * sizeof(float));
-        } else {
-          for (int64_t t = 0; t < wd * c; ++t) r[t] = sp[off + t] * zp[off + t];
-        }
-      }
+      load_row(b, y + 1);
+      const float* rows[3];
+      for (int i = 0; i < 3; ++i) rows[i] = ring.data() + ((y + i) % 3) * row_stride;   // input row y + i - 1
       const int64_t out_row = (b * h + y) * wd * o;
       int64_t x = 0;
       for (; x + kBlock <= wd; x += kBlock)
-        Block<kBlock>(rows.data(), row_stride, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
+        Block<kBlock>(rows, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
                       op + out_row + x * o, act);
       for (; x < wd; ++x)
-        Block<1>(rows.data(), row_stride, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
+        Block<1>(rows, wp, c, mask, x, o, ap ? ap + out_row + x * o : nullptr,
                  op + out_row + x * o, act);
       if (residual) {   // the row's residual terms, (out - z)^2 and out^2 (c == o), while it is in cache:
         // float32 per image row, float64 across rows
