@@ -36,6 +36,7 @@ from kernels.fixed_point.reference import EPS as RESIDUAL_EPS   # relative_resid
 
 _SOURCE = pathlib.Path(__file__).with_name("conv3x3.cc")
 _TARGET = "jaxml_cpu_conv3x3"
+_TARGET_WGRAD = "jaxml_cpu_conv3x3_weight_grad"
 _FLAGS = ["-O3", "-march=native", "-std=c++17", "-shared", "-fPIC"]
 ACTIVATIONS = {None: 0, "identity": 0, "softsign": 1}
 MAX_OUT_CHANNELS = 16
@@ -80,6 +81,7 @@ def _load() -> tuple[bool, str]:
             os.replace(out, lib)   # atomic: concurrent builders leave one complete file
     handle = ctypes.cdll.LoadLibrary(str(lib))
     jax.ffi.register_ffi_target(_TARGET, jax.ffi.pycapsule(handle.JaxmlConv3x3), platform="cpu")
+    jax.ffi.register_ffi_target(_TARGET_WGRAD, jax.ffi.pycapsule(handle.JaxmlConv3x3WeightGrad), platform="cpu")
     return True, ""
 
 
@@ -133,3 +135,23 @@ def conv3x3(z: jax.Array, w: jax.Array, *, scale: jax.Array | None = None, add: 
     if not residual:
         return out
     return out, jnp.sqrt(sums[0]) / (jnp.sqrt(sums[1]) + RESIDUAL_EPS)
+
+
+def weight_grad(z: jax.Array, g: jax.Array) -> jax.Array:
+    """The 3x3 'SAME' convolution's weight gradient dw[i, j, c, o] = sum z[n, y+i-1, x+j-1, c] g[n, y, x, o].
+
+    Args: z [n, h, w, c], g [n, h, w, o], float32, c and o <= 16. Returns dw [3, 3, c, o] float32
+    (sums in float32 per image row and kernel tap, float64 across rows).
+    Raises: ValueError on other shapes or dtypes; RuntimeError when `available()` is False.
+    """
+    if z.ndim != 4 or g.ndim != 4 or z.shape[:3] != g.shape[:3]:
+        raise ValueError(f"weight_grad takes z [n, h, w, c] and g [n, h, w, o]; got {z.shape}, {g.shape}")
+    c, o = z.shape[3], g.shape[3]
+    if not (1 <= c <= MAX_OUT_CHANNELS and 1 <= o <= MAX_OUT_CHANNELS):
+        raise ValueError(f"weight_grad: c={c}, o={o}; the kernel takes 1..{MAX_OUT_CHANNELS} of each")
+    for name, a in (("z", z), ("g", g)):
+        if a.dtype != jnp.float32:
+            raise ValueError(f"weight_grad: {name} must be float32; got {a.dtype}")
+    if not available():
+        raise RuntimeError(f"kernels.cpu_conv3x3 is not available here: {unavailable_reason()}")
+    return jax.ffi.ffi_call(_TARGET_WGRAD, jax.ShapeDtypeStruct((3, 3, c, o), jnp.float32))(z, g)

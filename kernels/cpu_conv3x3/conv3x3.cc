@@ -124,6 +124,86 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
 
 }  // namespace
 
+// The weight gradient dw[i, j, c, :] = sum_{n, y, x} z[n, y + i - 1, x + j - 1, c] g[n, y, x, :]
+// (zero padding), g: [n, h, w, o], o <= 16. Per image row and kernel tap, C accumulator vectors of o
+// channels (one per input channel) run over the row's pixels in registers; the rows' sums add up
+// per image in float32, and the images' in float64.
+template <int C>
+void WeightGradRows(const float* zp, const float* gp, int64_t n, int64_t h, int64_t wd, int64_t o,
+                    __mmask16 mask, double* total) {
+  const int64_t row_stride = (wd + 2) * C;
+  std::vector<float> ring(3 * row_stride, 0.0f);
+  auto load_row = [&](int64_t b, int64_t yy) {
+    float* r = ring.data() + ((yy + 1) % 3) * row_stride + C;
+    if (yy < 0 || yy >= h) {
+      std::memset(r, 0, wd * C * sizeof(float));
+    } else {
+      std::memcpy(r, zp + (b * h + yy) * wd * C, wd * C * sizeof(float));
+    }
+  };
+  std::vector<__m512> image_acc(9 * C);   // float32 sums over one image, then into float64 totals
+  alignas(64) float lanes[16];
+  for (int64_t b = 0; b < n; ++b) {
+    for (auto& v : image_acc) v = _mm512_setzero_ps();
+    load_row(b, -1);
+    load_row(b, 0);
+    for (int64_t y = 0; y < h; ++y) {
+      load_row(b, y + 1);
+      const float* grow = gp + (b * h + y) * wd * o;
+      for (int i = 0; i < 3; ++i) {
+        const float* r = ring.data() + ((y + i) % 3) * row_stride;
+        for (int j = 0; j < 3; ++j) {
+          __m512 acc[C];
+          for (int k = 0; k < C; ++k) acc[k] = _mm512_setzero_ps();
+          for (int64_t x = 0; x < wd; ++x) {
+            const __m512 gv = _mm512_maskz_loadu_ps(mask, grow + x * o);
+            const float* base = r + (x + j) * C;
+            for (int k = 0; k < C; ++k) acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(base[k]), gv, acc[k]);
+          }
+          __m512* t = image_acc.data() + (i * 3 + j) * C;
+          for (int k = 0; k < C; ++k) t[k] = _mm512_add_ps(t[k], acc[k]);
+        }
+      }
+    }
+    for (int tap = 0; tap < 9; ++tap) {
+      for (int k = 0; k < C; ++k) {
+        _mm512_store_ps(lanes, image_acc[tap * C + k]);
+        double* t = total + (tap * C + k) * o;
+        for (int64_t q = 0; q < o; ++q) t[q] += lanes[q];
+      }
+    }
+  }
+}
+
+ffi::Error WeightGradImpl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> g, ffi::ResultBuffer<ffi::F32> dw) {
+  const auto zd = z.dimensions();
+  const auto gd = g.dimensions();
+  if (zd.size() != 4 || gd.size() != 4 || zd[0] != gd[0] || zd[1] != gd[1] || zd[2] != gd[2])
+    return ffi::Error::InvalidArgument("conv3x3 weight gradient: expects z [n, h, w, c] and g [n, h, w, o]");
+  const int64_t n = zd[0], h = zd[1], wd = zd[2], c = zd[3], o = gd[3];
+  if (o < 1 || o > 16 || c < 1 || c > 16)
+    return ffi::Error::InvalidArgument("conv3x3 weight gradient: c and o must be 1..16");
+  const __mmask16 mask = static_cast<__mmask16>((1u << o) - 1u);
+  std::vector<double> total(9 * c * o, 0.0);
+  switch (c) {
+#define JAXML_CASE(C) \
+    case C: WeightGradRows<C>(z.typed_data(), g.typed_data(), n, h, wd, o, mask, total.data()); break;
+    JAXML_CASE(1) JAXML_CASE(2) JAXML_CASE(3) JAXML_CASE(4) JAXML_CASE(5) JAXML_CASE(6) JAXML_CASE(7)
+    JAXML_CASE(8) JAXML_CASE(9) JAXML_CASE(10) JAXML_CASE(11) JAXML_CASE(12) JAXML_CASE(13)
+    JAXML_CASE(14) JAXML_CASE(15) JAXML_CASE(16)
+#undef JAXML_CASE
+  }
+  float* out = dw->typed_data();
+  for (int64_t t = 0; t < 9 * c * o; ++t) out[t] = static_cast<float>(total[t]);
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxmlConv3x3WeightGrad, WeightGradImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxmlConv3x3, Conv3x3Impl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::F32>>()

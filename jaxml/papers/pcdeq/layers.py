@@ -374,11 +374,6 @@ def _direct_applies(w, z, name) -> bool:
     return cpu_conv3x3.available()
 
 
-def _conv_differentiated(z, w):
-    # As `_conv3x3_fwd`: on the CPU the patches GEMM, whose row patches the weight gradient reuses.
-    return jax.lax.platform_dependent(z, w, cpu=_conv_patches, default=_conv_xla)
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
 def _direct_conv_map(w, z, x, name):
     from kernels import cpu_conv3x3
@@ -387,8 +382,15 @@ def _direct_conv_map(w, z, x, name):
         default=lambda w, z, x: activation_fn(name)(_conv_xla(z, w) + x))
 
 
+def _direct_pre(w, z, x):
+    """W * z + x, the pre-activation at which the map is linearised (one kernel call on the CPU)."""
+    from kernels import cpu_conv3x3
+    return jax.lax.platform_dependent(z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x),
+                                      default=lambda z, w, x: _conv_xla(z, w) + x)
+
+
 def _direct_conv_map_fwd(w, z, x, name):
-    pre = _conv_differentiated(z, w) + x
+    pre = _direct_pre(w, z, x)
     return activation_fn(name)(pre), (w, z, activation_grad(name, pre))
 
 
@@ -397,10 +399,13 @@ def _direct_conv_map_bwd(name, res, g):
     w, z, d = res
     h = d * g
     wt = _flip_transpose(w)
-    # The adjoint solve's map: conv^T(act' * g) as one kernel call (the product fused into it).
+    # The adjoint solve's map: conv^T(act' * g) as one kernel call (the product fused into it); the
+    # weight gradient as the kernel's own reduction.
     dz = jax.lax.platform_dependent(g, wt, d, h, cpu=lambda g, wt, d, h: cpu_conv3x3.conv3x3(g, wt, scale=d),
                                     default=lambda g, wt, d, h: _conv_xla(h, wt))
-    return _weight_grad_any(z, h, w, "auto"), dz, h
+    dw = jax.lax.platform_dependent(z, h, w, cpu=lambda z, h, w: cpu_conv3x3.weight_grad(z, h),
+                                    default=_conv_weight_grad_xla)
+    return dw, dz, h
 
 
 _direct_conv_map.defvjp(_direct_conv_map_fwd, _direct_conv_map_bwd)
@@ -416,9 +421,12 @@ def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax
 
     Where `_direct_applies` (the CPU, float32, at most 16 channels, softsign, the kernel built), the
     map is one call of the direct kernel `kernels.cpu_conv3x3` (convolution, injection and
-    activation fused) and its VJP's input part, the adjoint solve's map, another one (the product with
-    act' fused); the differentiated forward (the linearisation at z*) is the patches GEMM that shares
-    its row patches with the weight gradient. Elsewhere act(conv3x3(z, w) + x)."""
+    activation fused), and so are the pre-activation at which the backward pass linearises it, its
+    VJP's input part (the product with act' fused) and its weight gradient. The solver gets fused
+    steps through two hooks (`solver.deq_solve`): `f.step_with_residual(w, x)`, z -> (f(z), its
+    relative residual), and `f.adjoint_map(w, z, x, g)`, u -> (J^T u + g, its relative residual),
+    each one kernel call per iteration with the residual's sums taken while the output is written.
+    Elsewhere act(conv3x3(z, w) + x), and the hooks return None."""
     act = conv_activation(activation)
 
     def f(w, z, x):
@@ -442,7 +450,7 @@ def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax
         if not _direct_applies(w, z, activation):
             return None
         from kernels import cpu_conv3x3
-        d = activation_grad(activation, _conv_differentiated(z, w) + x)   # as `_direct_conv_map_fwd`
+        d = activation_grad(activation, _direct_pre(w, z, x))   # as `_direct_conv_map_fwd` (computed once)
         wt = _flip_transpose(w)
         return lambda u: jax.lax.platform_dependent(
             u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g, residual=True),
