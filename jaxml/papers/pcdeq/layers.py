@@ -271,6 +271,9 @@ def conv3x3(z: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
                  training step: 75.2 -> 71.3 ms, one thread). A CPU computation on a GPU host gets
                  the CPU's choice.
 
+    The conv DEQ layers' map (`conv_map`) bypasses this function on the CPU where the direct kernel
+    `kernels.cpu_conv3x3` applies (at most 16 channels, softsign): see `conv_map`.
+
     Why: XLA:CPU (jax 0.10) hands a convolution to YNNPACK, which runs near one core's float32 peak,
     only when both channel counts exceed 16; the 12-channel convolution of the multi-conv pcDEQ's
     first block gets XLA's slower own convolution. On pairs it has 24 channels. Measured with
