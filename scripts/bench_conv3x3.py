@@ -2,7 +2,7 @@
 """Milliseconds of pcDEQ's 3x3 convolution (`jaxml.papers.pcdeq.layers.conv3x3`) per implementation,
 on ONE pinned CPU thread, at the multi-conv network's three block shapes (batch 64, float32).
 
-    python scripts/bench_conv3x3.py [--reps=21] [--impls=xla,patches,pairs,auto] [--out=conv3x3.json]
+    python scripts/bench_conv3x3.py [--reps=21] [--impls=xla,patches,pairs,auto,direct] [--out=conv3x3.json]
 
 For each shape and implementation, interleaved (every repetition runs each implementation once, so
 all see the same load), the median wall time of:
@@ -11,7 +11,11 @@ all see the same load), the median wall time of:
   adjoint  6 iterations u <- conv^T(act'(pre) * u) + g (the backward solve; conv^T is the
            implementation's own adjoint, `jax.vjp`);
   wgrad    the weight gradient (`jax.vjp` w.r.t. the kernel).
-Ratios are against 'xla' (`lax.conv_general_dilated`) measured in the same run.
+Ratios are against 'xla' (`lax.conv_general_dilated`) measured in the same run. 'direct' is the
+CPU kernel `kernels.cpu_conv3x3` as the pcDEQ layers use it (`layers.conv_map`, at most 16
+channels): forward = one fused call per iteration (convolution, injection, softsign and the
+residual's sums), adjoint = one fused call (act' product, transposed convolution, + g, residual),
+wgrad = the kernel's weight gradient; skipped where it does not apply.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 _REPS = flags.DEFINE_integer("reps", 21, "Interleaved repetitions (the median is reported).")
-_IMPLS = flags.DEFINE_list("impls", ["xla", "patches", "pairs", "auto"], "conv3x3 implementations.")
+_IMPLS = flags.DEFINE_list("impls", ["xla", "patches", "pairs", "auto", "direct"], "conv3x3 implementations.")
 _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
 SHAPES = [(64, 28, 28, 12), (64, 13, 13, 24), (64, 6, 6, 48)]
 
@@ -48,6 +52,8 @@ def programs(impl: str):
 
     act = conv_activation("softsign")
     conv = lambda z, w: conv3x3(z, w, impl)
+    if impl == "direct":
+        return _direct_programs()
 
     @jax.jit
     def forward(z, w, x):
@@ -75,6 +81,44 @@ def programs(impl: str):
             "wgrad": lambda z, w, x, g: wgrad(z, w, g)}
 
 
+def _direct_programs():
+    import jax
+    from jax import numpy as jnp
+
+    import kernels.cpu_conv3x3 as cpu_conv3x3
+    from jaxml.papers.pcdeq.layers import conv_map
+
+    f = conv_map("softsign")
+
+    @jax.jit
+    def forward(z, w, x):
+        step = f.step_with_residual(w, x)
+
+        def body(_, carry):
+            z, r = carry
+            zn, res = step(z)
+            return zn, r + res
+        return jax.lax.fori_loop(0, 6, body, (z, jnp.float32(0.0)))
+
+    @jax.jit
+    def adjoint(z, w, x, g):
+        step = f.adjoint_map(w, z, x, g)
+
+        def body(_, carry):
+            u, r = carry
+            un, res = step(u)
+            return un, r + res
+        return jax.lax.fori_loop(0, 6, body, (g, jnp.float32(0.0)))
+
+    return {"forward": lambda z, w, x, g: forward(z, w, x), "adjoint": adjoint,
+            "wgrad": jax.jit(lambda z, w, x, g: cpu_conv3x3.weight_grad(z, g))}
+
+
+def _direct_applies(shape) -> bool:
+    import kernels.cpu_conv3x3 as cpu_conv3x3
+    return shape[-1] <= cpu_conv3x3.MAX_OUT_CHANNELS and cpu_conv3x3.available()
+
+
 def main(argv):
     del argv
     import jax
@@ -85,7 +129,7 @@ def main(argv):
         keys = jax.random.split(jax.random.PRNGKey(0), 4)
         z, x, g = (jax.random.normal(k, shape) for k in keys[:3])
         w = jax.random.uniform(keys[3], (3, 3, c, c)) * 0.05
-        progs = {impl: programs(impl) for impl in _IMPLS.value}
+        progs = {impl: programs(impl) for impl in _IMPLS.value if impl != "direct" or _direct_applies(shape)}
         for p in progs.values():
             for f in p.values():
                 jax.block_until_ready(f(z, w, x, g))

@@ -69,7 +69,8 @@ def relative_residual(z_next: jax.Array, z: jax.Array) -> jax.Array:
 
 
 def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 1e-4,
-            max_iter: int = 200, record: bool = False, f_z0: jax.Array | None = None):
+            max_iter: int = 200, record: bool = False, f_z0: jax.Array | None = None,
+            with_residual: bool = False):
     """Plain fixed-point iteration as a `lax.while_loop`.
 
     Args:
@@ -81,6 +82,8 @@ def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 
       f_z0: f(z0), when the caller has it without applying f (for a map act(W z + x) from z0 = 0 it
         is act(x), no product with W): the first iteration uses it instead of calling f. It counts
         as one application, so iteration counts, iterates and residuals are those of the plain loop.
+      with_residual: f returns `(f(z), relative_residual(f(z), z))`, the residual computed in the same
+        call (a fused kernel); otherwise the loop computes it.
     Returns:
       `(z, iterations, residual)`: the last iterate, the number of applications of f (int32), the
       last relative residual (float32); with `record`, a fourth element, the residual history.
@@ -95,8 +98,12 @@ def iterate(f: Callable[[jax.Array], jax.Array], z0: jax.Array, *, tol: float = 
 
     def body(carry):
         z, k, _, hist = carry
-        z_next = f(z)
-        res = relative_residual(z_next, z)
+        if with_residual:
+            z_next, res = f(z)
+            res = res.astype(jnp.float32)
+        else:
+            z_next = f(z)
+            res = relative_residual(z_next, z)
         if record:
             hist = hist.at[k].set(res)
         return z_next, k + 1, res, hist

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from jaxml.papers.pcdeq.solver import (DEQStats, Solver, check_output, deq_solve, official_output,
                                        unrolled_solve)
-from kernels.fixed_point.reference import activation_fn, activation_grad
+from kernels.fixed_point.reference import activation_fn, activation_grad, relative_residual
 
 VARIANTS = ("pcdeq1", "pcdeq2", "deq", "explicit")
 PCDEQ1_ACTIVATIONS = ("tanh", "softsign", "relu6")
@@ -271,6 +271,9 @@ def conv3x3(z: jax.Array, w: jax.Array, impl: str = "auto") -> jax.Array:
                  training step: 75.2 -> 71.3 ms, one thread). A CPU computation on a GPU host gets
                  the CPU's choice.
 
+    The conv DEQ layers' map (`conv_map`) bypasses this function on the CPU where the direct kernel
+    `kernels.cpu_conv3x3` applies (at most 16 channels, softsign): see `conv_map`.
+
     Why: XLA:CPU (jax 0.10) hands a convolution to YNNPACK, which runs near one core's float32 peak,
     only when both channel counts exceed 16; the 12-channel convolution of the multi-conv pcDEQ's
     first block gets XLA's slower own convolution. On pairs it has 24 channels. Measured with
@@ -358,6 +361,109 @@ def _conv_map(w, z, x, act):
     return act(conv3x3(z, w) + x)
 
 
+# The conv layers' map with the direct CPU kernel (`kernels.cpu_conv3x3`): the activations it fuses.
+DIRECT_ACTIVATIONS = ("softsign",)
+
+
+def _direct_applies(w, z, name) -> bool:
+    """The map act(W * z + x) runs as one `kernels.cpu_conv3x3` call on the CPU: float32, at most 16
+    channels (XLA:CPU's own convolution, not YNNPACK's, below 17), an activation it fuses, and the
+    kernel built here. Decided when tracing."""
+    if name not in DIRECT_ACTIVATIONS or z.dtype != jnp.float32 or w.dtype != jnp.float32:
+        return False
+    if max(z.shape[-1], w.shape[-1]) >= _YNN_MIN_CHANNELS:
+        return False
+    from kernels import cpu_conv3x3
+    return cpu_conv3x3.available()
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _direct_conv_map(w, z, x, name):
+    from kernels import cpu_conv3x3
+    return jax.lax.platform_dependent(
+        w, z, x, cpu=lambda w, z, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=name),
+        default=lambda w, z, x: activation_fn(name)(_conv_xla(z, w) + x))
+
+
+def _direct_pre(w, z, x):
+    """W * z + x, the pre-activation at which the map is linearised (one kernel call on the CPU)."""
+    from kernels import cpu_conv3x3
+    return jax.lax.platform_dependent(z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x),
+                                      default=lambda z, w, x: _conv_xla(z, w) + x)
+
+
+def _direct_conv_map_fwd(w, z, x, name):
+    pre = _direct_pre(w, z, x)
+    return activation_fn(name)(pre), (w, z, activation_grad(name, pre))
+
+
+def _direct_conv_map_bwd(name, res, g):
+    from kernels import cpu_conv3x3
+    w, z, d = res
+    h = d * g
+    wt = _flip_transpose(w)
+    # The adjoint solve's map: conv^T(act' * g) as one kernel call (the product fused into it); the
+    # weight gradient as the kernel's own reduction.
+    dz = jax.lax.platform_dependent(g, wt, d, h, cpu=lambda g, wt, d, h: cpu_conv3x3.conv3x3(g, wt, scale=d),
+                                    default=lambda g, wt, d, h: _conv_xla(h, wt))
+    dw = jax.lax.platform_dependent(z, h, w, cpu=lambda z, h, w: cpu_conv3x3.weight_grad(z, h),
+                                    default=_conv_weight_grad_xla)
+    return dw, dz, h
+
+
+_direct_conv_map.defvjp(_direct_conv_map_fwd, _direct_conv_map_bwd)
+
+
+def _with_residual(z_next, z):
+    return z_next, relative_residual(z_next, z)
+
+
+@functools.lru_cache(maxsize=None)
+def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
+    """The conv layers' map (w, z, x) -> act(W * z + x), W a [3, 3, c, c] kernel, 'SAME' padding.
+
+    Where `_direct_applies` (the CPU, float32, at most 16 channels, softsign, the kernel built), the
+    map is one call of the direct kernel `kernels.cpu_conv3x3` (convolution, injection and
+    activation fused), and so are the pre-activation at which the backward pass linearises it, its
+    VJP's input part (the product with act' fused) and its weight gradient. The solver gets fused
+    steps through two hooks (`solver.deq_solve`): `f.step_with_residual(w, x)`, z -> (f(z), its
+    relative residual), and `f.adjoint_map(w, z, x, g)`, u -> (J^T u + g, its relative residual),
+    each one kernel call per iteration with the residual's sums taken while the output is written.
+    Elsewhere act(conv3x3(z, w) + x), and the hooks return None."""
+    act = conv_activation(activation)
+
+    def f(w, z, x):
+        if _direct_applies(w, z, activation):
+            return _direct_conv_map(w, z, x, activation)
+        return _conv_map(w, z, x, act)
+
+    def step_with_residual(w, x):
+        """z -> (f(w, z, x), its relative residual) as one kernel call (the forward solve's step);
+        None: the solver applies f and computes the residual itself."""
+        if not _direct_applies(w, x, activation):
+            return None
+        from kernels import cpu_conv3x3
+        return lambda z: jax.lax.platform_dependent(
+            z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=activation, residual=True),
+            default=lambda z, w, x: _with_residual(activation_fn(activation)(_conv_xla(z, w) + x), z))
+
+    def adjoint_map(w, z, x, g):
+        """u -> (J^T u + g, its relative residual) at z (the adjoint solve's step) as one kernel call,
+        the product with act' fused; None: the solver uses jax.vjp."""
+        if not _direct_applies(w, z, activation):
+            return None
+        from kernels import cpu_conv3x3
+        d = activation_grad(activation, _direct_pre(w, z, x))   # as `_direct_conv_map_fwd` (computed once)
+        wt = _flip_transpose(w)
+        return lambda u: jax.lax.platform_dependent(
+            u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g, residual=True),
+            default=lambda u, wt, d, g: _with_residual(_conv_xla(d * u, wt) + g, u))
+
+    f.step_with_residual = step_with_residual
+    f.adjoint_map = adjoint_map
+    return f
+
+
 @functools.lru_cache(maxsize=None)
 def conv_activation(name: str) -> Callable[[jax.Array], jax.Array]:
     """The activation of the conv layers' map, with its derivative given explicitly
@@ -427,8 +533,7 @@ class DEQLayer(nn.Module):
             # One materialised injection: without the barrier XLA:CPU fused the injection's
             # computation (BatchNorm, softplus) into each of its consumers and recomputed it there.
             inj = jax.lax.optimization_barrier(inj)
-        step = _conv_map if self.conv else _dense_map
-        f = lambda w_, z, x_: step(w_, z, x_, act)
+        f = conv_map(self.activation) if self.conv else (lambda w_, z, x_: _dense_map(w_, z, x_, act))
         if self.capture:   # for offline convergence analysis: the map is f(w, z, inj) = step(...)
             self.sow("capture", "weight", w)
             self.sow("capture", "injection", inj)
@@ -475,6 +580,7 @@ def project_nonnegative(params: Any) -> Any:
 
 def layer_map(activation: str, conv: bool) -> Callable[[jax.Array, jax.Array, jax.Array], jax.Array]:
     """The DEQ map `(w, z, injection) -> act(W z + injection)` of a dense or conv layer."""
-    act = conv_activation(activation) if conv else activation_fn(activation)
-    step = _conv_map if conv else _dense_map
-    return lambda w, z, x: step(w, z, x, act)
+    if conv:
+        return conv_map(activation)
+    act = activation_fn(activation)
+    return lambda w, z, x: _dense_map(w, z, x, act)

@@ -148,12 +148,16 @@ def _anderson_out(z, k, res, hist, record, shape, dtype):
 
 
 def find_fixed_point(f: Callable[[jax.Array], jax.Array], z0: jax.Array, solver: Solver = Solver(),
-                     record: bool = False, f_z0: jax.Array | None = None):
+                     record: bool = False, f_z0: jax.Array | None = None, with_residual: bool = False):
     """`(z, iterations, residual[, history])` with the solver's method (see `iterate`, `anderson`);
-    `f_z0`: f(z0) when known without applying f (the first iteration then skips f)."""
+    `f_z0`: f(z0) when known without applying f (the first iteration then skips f); `with_residual`:
+    f returns (f(z), its relative residual), which plain iteration uses (Anderson drops it)."""
     solver.validate()
     if solver.method == "iteration":
-        return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record, f_z0=f_z0)
+        return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record, f_z0=f_z0,
+                       with_residual=with_residual)
+    if with_residual:
+        f = (lambda g: lambda z: g(z)[0])(f)
     return anderson(f, z0, tol=solver.tol, max_iter=solver.max_iter, memory=solver.memory,
                     beta=solver.beta, lam=solver.lam, nonnegative=solver.nonnegative, record=record, f_z0=f_z0)
 
@@ -162,10 +166,17 @@ def _first_iterate(map_at_zero, params, x):
     return None if map_at_zero is None else map_at_zero(params, x)
 
 
+def _fused_step(f, params, x):
+    """`f.step_with_residual(params, x)`: z -> (f(z), its relative residual) in one call, or None."""
+    hook = getattr(f, "step_with_residual", None)
+    return None if hook is None else hook(params, x)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
 def _deq(f, solver, map_at_zero, params, x, probe):
-    z, k, r = find_fixed_point(lambda z: f(params, z, x), jnp.zeros_like(x), solver,
-                               f_z0=_first_iterate(map_at_zero, params, x))
+    step = _fused_step(f, params, x)
+    z, k, r = find_fixed_point(lambda z: f(params, z, x) if step is None else step(z), jnp.zeros_like(x), solver,
+                               f_z0=_first_iterate(map_at_zero, params, x), with_residual=step is not None)
     return z, k, r
 
 
@@ -175,10 +186,19 @@ def _deq_fwd(f, solver, map_at_zero, params, x, probe):
 
 
 def _adjoint(f, solver, params, x, z, g):
-    """u = J^T u + g from u0 = g, J = d f(params, z, x) / d z at the given z: `(u, iterations, residual)`."""
-    _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
+    """u = J^T u + g from u0 = g, J = d f(params, z, x) / d z at the given z: `(u, iterations, residual)`.
+
+    The map is `f.adjoint_map(params, z, x, g)` when f carries one that returns a function
+    u -> (J^T u + g, its relative residual) (a fused form, e.g. one kernel call), else `jax.vjp` of
+    f plus g."""
+    adjoint_map = getattr(f, "adjoint_map", None)
+    fused = None if adjoint_map is None else adjoint_map(params, z, x, g)
     # The adjoint u has no sign constraint: Anderson's orthant guard is for the forward map only.
-    return find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, solver._replace(nonnegative=False))
+    adjoint_solver = solver._replace(nonnegative=False)
+    if fused is not None:
+        return find_fixed_point(fused, g, adjoint_solver, with_residual=True)
+    _, vjp_z = jax.vjp(lambda zz: f(params, zz, x), z)
+    return find_fixed_point(lambda uu: vjp_z(uu)[0] + g, g, adjoint_solver)
 
 
 def _probe_cotangent(k, r):

@@ -182,6 +182,26 @@ def test_iterate_with_a_known_first_image_is_the_same_loop():
         iterate(f, z0, f_z0=x[:2])
 
 
+def test_iterate_with_the_residual_from_the_map_uses_it():
+    # with_residual: f returns (f(z), residual). When that residual is relative_residual's, the loop is
+    # the plain one bit for bit; the stop rule then reads the given residual (a planted constant below
+    # the tolerance stops after one iteration, one above it runs to max_iter).
+    from kernels.fixed_point.reference import relative_residual
+    w, x, _ = _problem(80, 64, "slow")
+    f = lambda z: jax.nn.soft_sign(jnp.matmul(z, w, precision="highest") + x)
+    z0 = jnp.zeros_like(x)
+    plain = iterate(f, z0, tol=1e-5, max_iter=200, record=True)
+    fused = iterate(lambda z: (f(z), relative_residual(f(z), z)), z0, tol=1e-5, max_iter=200, record=True,
+                    with_residual=True)
+    for a, b in zip(plain, fused):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(plain[1]) > 2
+    low = iterate(lambda z: (f(z), jnp.float32(1e-9)), z0, tol=1e-5, max_iter=50, with_residual=True)
+    high = iterate(lambda z: (f(z), jnp.float32(1.0)), z0, tol=1e-5, max_iter=50, with_residual=True)
+    assert int(low[1]) == 1 and float(low[2]) == pytest.approx(1e-9)
+    assert int(high[1]) == 50
+
+
 @pytest.mark.parametrize("implementation", ["xla", "pallas"])
 def test_solution_is_a_fixed_point(implementation):
     w, x, _ = _problem(80, 64, "slow", seed=5)
