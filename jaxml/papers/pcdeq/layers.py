@@ -377,23 +377,34 @@ def _direct_applies(w, z, name) -> bool:
     return cpu_conv3x3.available()
 
 
+def _with_residual(z_next, z):
+    return z_next, relative_residual(z_next, z)
+
+
+def _direct_conv(z, w, *, scale=None, add=None, activation=None, residual=False):
+    """act(conv3x3(scale * z, w) + add), and with `residual` its relative residual against z: one
+    `kernels.cpu_conv3x3` call on the CPU, the same computed by XLA when lowered for GPU/TPU."""
+    from kernels import cpu_conv3x3
+
+    def cpu(z, w, scale, add):
+        return cpu_conv3x3.conv3x3(z, w, scale=scale, add=add, activation=activation, residual=residual)
+
+    def xla(z, w, scale, add):
+        y = _conv_xla(z if scale is None else scale * z, w)
+        y = y if add is None else y + add
+        y = y if activation is None else activation_fn(activation)(y)
+        return _with_residual(y, z) if residual else y
+
+    return jax.lax.platform_dependent(z, w, scale, add, cpu=cpu, default=xla)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
 def _direct_conv_map(w, z, x, name):
-    from kernels import cpu_conv3x3
-    return jax.lax.platform_dependent(
-        w, z, x, cpu=lambda w, z, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=name),
-        default=lambda w, z, x: activation_fn(name)(_conv_xla(z, w) + x))
-
-
-def _direct_pre(w, z, x):
-    """W * z + x, the pre-activation at which the map is linearised (one kernel call on the CPU)."""
-    from kernels import cpu_conv3x3
-    return jax.lax.platform_dependent(z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x),
-                                      default=lambda z, w, x: _conv_xla(z, w) + x)
+    return _direct_conv(z, w, add=x, activation=name)
 
 
 def _direct_conv_map_fwd(w, z, x, name):
-    pre = _direct_pre(w, z, x)
+    pre = _direct_conv(z, w, add=x)   # the pre-activation at which the map is linearised
     return activation_fn(name)(pre), (w, z, activation_grad(name, pre))
 
 
@@ -401,21 +412,15 @@ def _direct_conv_map_bwd(name, res, g):
     from kernels import cpu_conv3x3
     w, z, d = res
     h = d * g
-    wt = _flip_transpose(w)
     # The adjoint solve's map: conv^T(act' * g) as one kernel call (the product fused into it); the
     # weight gradient as the kernel's own reduction.
-    dz = jax.lax.platform_dependent(g, wt, d, h, cpu=lambda g, wt, d, h: cpu_conv3x3.conv3x3(g, wt, scale=d),
-                                    default=lambda g, wt, d, h: _conv_xla(h, wt))
+    dz = _direct_conv(g, _flip_transpose(w), scale=d)
     dw = jax.lax.platform_dependent(z, h, w, cpu=lambda z, h, w: cpu_conv3x3.weight_grad(z, h),
                                     default=_conv_weight_grad_xla)
     return dw, dz, h
 
 
 _direct_conv_map.defvjp(_direct_conv_map_fwd, _direct_conv_map_bwd)
-
-
-def _with_residual(z_next, z):
-    return z_next, relative_residual(z_next, z)
 
 
 @functools.lru_cache(maxsize=None)
@@ -442,22 +447,16 @@ def conv_map(activation: str) -> Callable[[jax.Array, jax.Array, jax.Array], jax
         None: the solver applies f and computes the residual itself."""
         if not _direct_applies(w, x, activation):
             return None
-        from kernels import cpu_conv3x3
-        return lambda z: jax.lax.platform_dependent(
-            z, w, x, cpu=lambda z, w, x: cpu_conv3x3.conv3x3(z, w, add=x, activation=activation, residual=True),
-            default=lambda z, w, x: _with_residual(activation_fn(activation)(_conv_xla(z, w) + x), z))
+        return lambda z: _direct_conv(z, w, add=x, activation=activation, residual=True)
 
     def adjoint_map(w, z, x, g):
         """u -> (J^T u + g, its relative residual) at z (the adjoint solve's step) as one kernel call,
         the product with act' fused; None: the solver uses jax.vjp."""
         if not _direct_applies(w, z, activation):
             return None
-        from kernels import cpu_conv3x3
-        d = activation_grad(activation, _direct_pre(w, z, x))   # as `_direct_conv_map_fwd` (computed once)
+        d = activation_grad(activation, _direct_conv(z, w, add=x))   # as `_direct_conv_map_fwd` (XLA computes it once)
         wt = _flip_transpose(w)
-        return lambda u: jax.lax.platform_dependent(
-            u, wt, d, g, cpu=lambda u, wt, d, g: cpu_conv3x3.conv3x3(u, wt, scale=d, add=g, residual=True),
-            default=lambda u, wt, d, g: _with_residual(_conv_xla(d * u, wt) + g, u))
+        return lambda u: _direct_conv(u, wt, scale=d, add=g, residual=True)
 
     f.step_with_residual = step_with_residual
     f.adjoint_map = adjoint_map

@@ -156,9 +156,8 @@ def find_fixed_point(f: Callable[[jax.Array], jax.Array], z0: jax.Array, solver:
     if solver.method == "iteration":
         return iterate(f, z0, tol=solver.tol, max_iter=solver.max_iter, record=record, f_z0=f_z0,
                        with_residual=with_residual)
-    if with_residual:
-        f = (lambda g: lambda z: g(z)[0])(f)
-    return anderson(f, z0, tol=solver.tol, max_iter=solver.max_iter, memory=solver.memory,
+    step = (lambda z: f(z)[0]) if with_residual else f   # Anderson computes its own residuals
+    return anderson(step, z0, tol=solver.tol, max_iter=solver.max_iter, memory=solver.memory,
                     beta=solver.beta, lam=solver.lam, nonnegative=solver.nonnegative, record=record, f_z0=f_z0)
 
 
@@ -174,9 +173,10 @@ def _fused_step(f, params, x):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
 def _deq(f, solver, map_at_zero, params, x, probe):
-    step = _fused_step(f, params, x)
-    z, k, r = find_fixed_point(lambda z: f(params, z, x) if step is None else step(z), jnp.zeros_like(x), solver,
-                               f_z0=_first_iterate(map_at_zero, params, x), with_residual=step is not None)
+    fused = _fused_step(f, params, x)
+    step = fused if fused is not None else (lambda z: f(params, z, x))
+    z, k, r = find_fixed_point(step, jnp.zeros_like(x), solver, f_z0=_first_iterate(map_at_zero, params, x),
+                               with_residual=fused is not None)
     return z, k, r
 
 
