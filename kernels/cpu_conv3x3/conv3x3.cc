@@ -25,6 +25,46 @@ namespace {
 
 constexpr int kBlock = 14;   // output pixels per register block (PB accumulators + 1 weight vector)
 
+// The three zero-padded input rows around an output row: each input row of an image is copied
+// (times scale, when given) once into the slot (yy + 1) % 3; column 0 and column w + 1 stay zero.
+class RowRing {
+ public:
+  RowRing(const float* z, const float* scale, int64_t h, int64_t wd, int64_t c)
+      : z_(z), scale_(scale), h_(h), wd_(wd), c_(c), stride_((wd + 2) * c), buf_(3 * stride_, 0.0f) {}
+
+  // Loads rows -1 and 0 of image b; then `Advance(b, y)` before output row y loads row y + 1.
+  void Start(int64_t b) {
+    Load(b, -1);
+    Load(b, 0);
+  }
+  void Advance(int64_t b, int64_t y) { Load(b, y + 1); }
+  // Input row y + i - 1 (i = 0, 1, 2) for output row y, from its left padding column.
+  const float* Row(int64_t y, int i) const { return buf_.data() + ((y + i) % 3) * stride_; }
+
+ private:
+  void Load(int64_t b, int64_t yy) {
+    float* __restrict r = buf_.data() + ((yy + 1) % 3) * stride_ + c_;
+    const int64_t count = wd_ * c_;
+    if (yy < 0 || yy >= h_) {
+      std::memset(r, 0, count * sizeof(float));
+      return;
+    }
+    const int64_t off = (b * h_ + yy) * count;
+    const float* __restrict z = z_ + off;
+    if (scale_ == nullptr) {
+      std::memcpy(r, z, count * sizeof(float));
+    } else {
+      const float* __restrict s = scale_ + off;
+      for (int64_t t = 0; t < count; ++t) r[t] = s[t] * z[t];
+    }
+  }
+
+  const float* z_;
+  const float* scale_;
+  int64_t h_, wd_, c_, stride_;
+  std::vector<float> buf_;
+};
+
 template <int PB>
 inline void Block(const float* const* rows, const float* w, int64_t c, __mmask16 mask,
                   int64_t x, int64_t o, const float* add, float* out, int act) {
@@ -70,29 +110,12 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
   const float* ap = use_add ? add.typed_data() : nullptr;
   const float* wp = w.typed_data();
   float* op = out->typed_data();
-  // A ring of three zero-padded input rows (times scale): each input row is copied once per image.
-  const int64_t row_stride = (wd + 2) * c;
-  std::vector<float> ring(3 * row_stride, 0.0f);
-  auto load_row = [&](int64_t b, int64_t yy) {   // input row yy into ring slot (yy + 1) % 3
-    float* r = ring.data() + ((yy + 1) % 3) * row_stride + c;   // column 0 is the left padding
-    if (yy < 0 || yy >= h) {
-      std::memset(r, 0, wd * c * sizeof(float));
-      return;
-    }
-    const int64_t off = (b * h + yy) * wd * c;
-    if (sp == nullptr) {
-      std::memcpy(r, zp + off, wd * c * sizeof(float));
-    } else {
-      for (int64_t t = 0; t < wd * c; ++t) r[t] = sp[off + t] * zp[off + t];
-    }
-  };
+  RowRing ring(zp, sp, h, wd, c);
   for (int64_t b = 0; b < n; ++b) {
-    load_row(b, -1);
-    load_row(b, 0);
+    ring.Start(b);
     for (int64_t y = 0; y < h; ++y) {
-      load_row(b, y + 1);
-      const float* rows[3];
-      for (int i = 0; i < 3; ++i) rows[i] = ring.data() + ((y + i) % 3) * row_stride;   // input row y + i - 1
+      ring.Advance(b, y);
+      const float* rows[3] = {ring.Row(y, 0), ring.Row(y, 1), ring.Row(y, 2)};
       const int64_t out_row = (b * h + y) * wd * o;
       int64_t x = 0;
       for (; x + kBlock <= wd; x += kBlock)
@@ -131,27 +154,17 @@ ffi::Error Conv3x3Impl(ffi::Buffer<ffi::F32> z, ffi::Buffer<ffi::F32> w, ffi::Bu
 template <int C>
 void WeightGradRows(const float* zp, const float* gp, int64_t n, int64_t h, int64_t wd, int64_t o,
                     __mmask16 mask, double* total) {
-  const int64_t row_stride = (wd + 2) * C;
-  std::vector<float> ring(3 * row_stride, 0.0f);
-  auto load_row = [&](int64_t b, int64_t yy) {
-    float* r = ring.data() + ((yy + 1) % 3) * row_stride + C;
-    if (yy < 0 || yy >= h) {
-      std::memset(r, 0, wd * C * sizeof(float));
-    } else {
-      std::memcpy(r, zp + (b * h + yy) * wd * C, wd * C * sizeof(float));
-    }
-  };
+  RowRing ring(zp, nullptr, h, wd, C);
   std::vector<__m512> image_acc(9 * C);   // float32 sums over one image, then into float64 totals
   alignas(64) float lanes[16];
   for (int64_t b = 0; b < n; ++b) {
     for (auto& v : image_acc) v = _mm512_setzero_ps();
-    load_row(b, -1);
-    load_row(b, 0);
+    ring.Start(b);
     for (int64_t y = 0; y < h; ++y) {
-      load_row(b, y + 1);
+      ring.Advance(b, y);
       const float* grow = gp + (b * h + y) * wd * o;
       for (int i = 0; i < 3; ++i) {
-        const float* r = ring.data() + ((y + i) % 3) * row_stride;
+        const float* r = ring.Row(y, i);
         for (int j = 0; j < 3; ++j) {
           __m512 acc[C];
           for (int k = 0; k < C; ++k) acc[k] = _mm512_setzero_ps();
