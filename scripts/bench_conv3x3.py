@@ -43,80 +43,55 @@ _OUT = flags.DEFINE_string("out", None, "Write the results as JSON here.")
 SHAPES = [(64, 28, 28, 12), (64, 13, 13, 24), (64, 6, 6, 48)]
 
 
-def programs(impl: str):
-    """The three jitted programs (forward loop, adjoint loop, weight gradient) of one implementation."""
+def _loop(step, start):
+    """6 iterations of step (x -> (x_next, relative residual)) from start, summing the residuals."""
     import jax
     import jax.numpy as jnp
 
-    from jaxml.papers.pcdeq.layers import conv3x3, conv_activation
+    def body(_, carry):
+        x, r = carry
+        x_next, res = step(x)
+        return x_next, r + res
+    return jax.lax.fori_loop(0, 6, body, (start, jnp.float32(0.0)))
 
-    act = conv_activation("softsign")
-    conv = lambda z, w: conv3x3(z, w, impl)
+
+def programs(impl: str, z, w, x, g):
+    """The three jitted programs (forward loop, adjoint loop, weight gradient) of one implementation,
+    or None where it does not apply ('direct' beyond the kernel's reach)."""
+    import jax
+
+    import kernels.cpu_conv3x3 as cpu_conv3x3
+    from jaxml.papers.pcdeq.layers import conv3x3, conv_activation, conv_map
+    from kernels.fixed_point.reference import relative_residual
+
     if impl == "direct":
-        return _direct_programs()
+        f = conv_map("softsign")
+        if f.step_with_residual(w, x) is None:
+            return None
+        forward_step = f.step_with_residual
+        adjoint_step = f.adjoint_map
+        wgrad = lambda z, w, g: cpu_conv3x3.weight_grad(z, g)
+    else:
+        act = conv_activation("softsign")
+        conv = lambda z, w: conv3x3(z, w, impl)
 
-    @jax.jit
-    def forward(z, w, x):
-        def body(_, carry):
-            z, r = carry
-            zn = act(conv(z, w) + x)
-            return zn, r + jnp.linalg.norm(zn - z) / jnp.linalg.norm(zn)
-        return jax.lax.fori_loop(0, 6, body, (z, 0.0))
+        def with_res(step):   # x -> (step(x), its relative residual), as the kernel's fused steps
+            def fused(x):
+                nxt = step(x)
+                return nxt, relative_residual(nxt, x)
+            return fused
+        forward_step = lambda w, x: with_res(lambda z: act(conv(z, w) + x))
 
-    @jax.jit
-    def adjoint(z, w, x, g):
-        _, vjp = jax.vjp(lambda z_: act(conv(z_, w) + x), z)
+        def adjoint_step(w, z, x, g):
+            vjp = jax.vjp(lambda z_: act(conv(z_, w) + x), z)[1]
+            return with_res(lambda u: vjp(u)[0] + g)
+        wgrad = lambda z, w, g: jax.vjp(lambda w_: conv(z, w_), w)[1](g)[0]
 
-        def body(_, carry):
-            u, r = carry
-            un = vjp(u)[0] + g
-            return un, r + jnp.linalg.norm(un - u) / jnp.linalg.norm(un)
-        return jax.lax.fori_loop(0, 6, body, (g, 0.0))
-
-    @jax.jit
-    def wgrad(z, w, g):
-        return jax.vjp(lambda w_: conv(z, w_), w)[1](g)[0]
-
+    forward = jax.jit(lambda z, w, x: _loop(forward_step(w, x), z))
+    adjoint = jax.jit(lambda z, w, x, g: _loop(adjoint_step(w, z, x, g), g))
+    wgrad = jax.jit(wgrad)
     return {"forward": lambda z, w, x, g: forward(z, w, x), "adjoint": adjoint,
             "wgrad": lambda z, w, x, g: wgrad(z, w, g)}
-
-
-def _direct_programs():
-    import jax
-    from jax import numpy as jnp
-
-    import kernels.cpu_conv3x3 as cpu_conv3x3
-    from jaxml.papers.pcdeq.layers import conv_map
-
-    f = conv_map("softsign")
-
-    @jax.jit
-    def forward(z, w, x):
-        step = f.step_with_residual(w, x)
-
-        def body(_, carry):
-            z, r = carry
-            zn, res = step(z)
-            return zn, r + res
-        return jax.lax.fori_loop(0, 6, body, (z, jnp.float32(0.0)))
-
-    @jax.jit
-    def adjoint(z, w, x, g):
-        step = f.adjoint_map(w, z, x, g)
-
-        def body(_, carry):
-            u, r = carry
-            un, res = step(u)
-            return un, r + res
-        return jax.lax.fori_loop(0, 6, body, (g, jnp.float32(0.0)))
-
-    return {"forward": lambda z, w, x, g: forward(z, w, x), "adjoint": adjoint,
-            "wgrad": jax.jit(lambda z, w, x, g: cpu_conv3x3.weight_grad(z, g))}
-
-
-def _direct_applies(shape) -> bool:
-    import kernels.cpu_conv3x3 as cpu_conv3x3
-    return shape[-1] <= cpu_conv3x3.MAX_OUT_CHANNELS and cpu_conv3x3.available()
 
 
 def main(argv):
@@ -129,7 +104,8 @@ def main(argv):
         keys = jax.random.split(jax.random.PRNGKey(0), 4)
         z, x, g = (jax.random.normal(k, shape) for k in keys[:3])
         w = jax.random.uniform(keys[3], (3, 3, c, c)) * 0.05
-        progs = {impl: programs(impl) for impl in _IMPLS.value if impl != "direct" or _direct_applies(shape)}
+        progs = {impl: programs(impl, z, w, x, g) for impl in _IMPLS.value}
+        progs = {impl: p for impl, p in progs.items() if p is not None}
         for p in progs.values():
             for f in p.values():
                 jax.block_until_ready(f(z, w, x, g))
