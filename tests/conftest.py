@@ -53,11 +53,61 @@ def pytest_collection_modifyitems(config, items):
                 import torch  # noqa: F401
             except ImportError:
                 item.add_marker(pytest.mark.skip(reason="needs the [torch-ref] extra (torch)"))
+        if "release" in item.keywords and not os.environ.get("JAXML_RELEASES"):
+            item.add_marker(pytest.mark.skip(reason="needs JAXML_RELEASES (a folder of official checkouts; BUILD.md)"))
         if "pymdp_ref" in item.keywords:
             try:
                 import pymdp  # noqa: F401
             except ImportError:
                 item.add_marker(pytest.mark.skip(reason="needs the [pymdp-ref] extra (inferactively-pymdp)"))
+
+
+def release_checkout(repository, *required):
+    """The folder of an official release's checkout: `$JAXML_RELEASES/<repository>` (e.g.
+    'graph-llm-asynchow-plan'), with the relative paths in `required` present in it. Skips the calling
+    test, naming what is missing and how to provide it, when the variable, the folder or a path is absent.
+    The `release` and `official_ref` tests call it; the default suite never depends on a checkout."""
+    import pathlib
+
+    root = os.environ.get("JAXML_RELEASES")
+    if not root:
+        pytest.skip(f"needs JAXML_RELEASES: a folder holding a checkout of {repository!r} (BUILD.md, "
+                    "'Official releases')")
+    folder = pathlib.Path(root) / repository
+    if not folder.is_dir():
+        pytest.skip(f"JAXML_RELEASES={root} has no checkout {repository!r}")
+    missing = [r for r in required if not (folder / r).exists()]
+    if missing:
+        pytest.skip(f"the checkout {folder} lacks {', '.join(missing)}")
+    return folder
+
+
+@pytest.fixture
+def release():
+    """`release(repository, *required)` -> the checkout's folder, or a skip with the reason (see
+    `release_checkout`)."""
+    return release_checkout
+
+
+@pytest.fixture
+def official_module(release, monkeypatch):
+    """`official_module(repository, module, subdir='')` imports a module of an official checkout (its
+    folder, or `subdir` inside it, first on sys.path for the test), skipping with the reason when the
+    checkout or one of the module's own imports (torch, transformers, ...) is absent."""
+    import importlib
+    import sys
+
+    def load(repository, module, subdir=""):
+        folder = release(repository) / subdir
+        monkeypatch.syspath_prepend(str(folder))
+        for name in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
+            monkeypatch.delitem(sys.modules, name)
+        try:
+            return importlib.import_module(module)
+        except ImportError as e:
+            pytest.skip(f"the official module {module!r} of {repository!r} does not import here: {e}")
+
+    return load
 
 
 @pytest.fixture(scope="session")
