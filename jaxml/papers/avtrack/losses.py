@@ -19,7 +19,7 @@ Boxes here are (cx, cy, w, h) or (x, y, w, h) fractions of the search crop, as n
     h x w overlap of the two boxes' extents is the region: y = the search map's cells
     [sy, sy + h) x [sx, sx + w) pasted at the template box's corner (ty, tx) of an empty template-size
     canvas, x = the template map masked to that same region. T(x, y) = `StatisticsNetwork`;
-    negatives pair x rolled by one across the batch with y;
+    negatives pair y with the next sample's x (x rolled by -1 over the batch);
     L_MI = -(E_joint[-softplus(-T(x, y))] - E_marg[softplus(T(x', y))]) (the Jensen-Shannon
     estimator of Deep InfoMax), minimised by both T and the tracker.
 """

@@ -86,7 +86,8 @@ class AVTrackTask:
             x, y = losses.mi_inputs(out["template_feat"], out["search_feat"], batch["template_box"],
                                     batch["search_box"])
             joint = self.stat.apply({"params": params["stat"]}, x, y)
-            marginal = self.stat.apply({"params": params["stat"]}, jnp.roll(x, 1, axis=0), y)
+            # negatives: x of the next sample (the release's torch.cat([x[1:], x[0:1]]))
+            marginal = self.stat.apply({"params": params["stat"]}, jnp.roll(x, -1, axis=0), y)
             terms["mi"] = losses.jsd_mi_loss(joint, marginal)
         return out, pred, iou, terms
 
