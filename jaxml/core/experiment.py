@@ -14,8 +14,10 @@ from typing import Any, Callable
 from jaxml import progress
 
 
-HOLDS, DOES_NOT_HOLD, NOT_COMPARABLE = "holds", "does not hold", "not comparable"
-VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_COMPARABLE)
+HOLDS, SUGGESTIVE, DOES_NOT_HOLD, NOT_COMPARABLE = "holds", "suggestive", "does not hold", "not comparable"
+VERDICTS = (HOLDS, SUGGESTIVE, DOES_NOT_HOLD, NOT_COMPARABLE)
+# A claim measured over seeds "holds" only from this many paired seeds on, and at p below ALPHA.
+MIN_SEEDS, ALPHA = 5, 0.05
 
 
 def verdict(holds: bool | None) -> str:
@@ -24,6 +26,30 @@ def verdict(holds: bool | None) -> str:
     if holds is None:
         return NOT_COMPARABLE
     return HOLDS if bool(holds) else DOES_NOT_HOLD
+
+
+def paired_verdict(differences, min_seeds: int = MIN_SEEDS, alpha: float = ALPHA) -> tuple[str, str]:
+    """The verdict on "the method is better than the baseline" from per-seed paired differences
+    (method - baseline at the same seed, larger is better), and its evidence in words.
+
+    'holds': mean > 0, at least `min_seeds` seeds and a two-sided paired t-test p < `alpha`;
+    'suggestive': mean > 0 without that support (too few seeds, or p >= alpha);
+    'does not hold': mean <= 0; 'not comparable': fewer than 2 seeds.
+    """
+    from jaxml.core.metrics import paired_t_test
+
+    test = paired_t_test(differences)
+    n = int(test["n"])
+    words = (f"paired over {n} seeds: {test['mean']:+.4g} ± {test['std']:.2g}, above 0 in {test['positive']:.0%}, "
+             f"t-test p = {test['p']:.2g}")
+    if n < 2:
+        return NOT_COMPARABLE, f"paired over {n} seed: a verdict needs at least 2"
+    if test["mean"] <= 0:
+        return DOES_NOT_HOLD, words
+    if n >= min_seeds and test["p"] < alpha:
+        return HOLDS, words
+    need = f"{min_seeds} seeds" if n < min_seeds else f"p < {alpha}"
+    return SUGGESTIVE, words + f" (suggestive: 'holds' needs {need})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,3 +94,29 @@ def mean_std(values) -> tuple[float, float]:
     if v.ndim != 1 or len(v) == 0:
         raise ValueError(f"mean_std: needs a non-empty 1-D sample, got shape {v.shape}")
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def paired_t_test(differences) -> dict[str, float]:
+    """The paired t-test of per-seed differences d_s = (method - baseline) at the same seed.
+
+    Returns n, mean, std (sample), t = mean / (std / sqrt(n)) and p, the two-sided p-value of
+    H0: E[d] = 0 under Student's t with n - 1 degrees of freedom (nan for n < 2; 0 when every
+    difference is the same non-zero value, 1 when all are 0). `positive` is the share of d_s > 0.
+    """
+    import numpy as np
+    from scipy import stats
+
+    d = np.asarray(differences, np.float64)
+    if d.ndim != 1 or len(d) == 0:
+        raise ValueError(f"paired_t_test: needs a non-empty 1-D sample of differences, got shape {d.shape}")
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"paired_t_test: differences must be finite, got {d.tolist()}")
+    n, mean = len(d), float(d.mean())
+    out = {"n": float(n), "mean": mean, "positive": float((d > 0).mean())}
+    if n < 2:
+        return {**out, "std": 0.0, "t": float("nan"), "p": float("nan")}
+    std = float(d.std(ddof=1))
+    if std == 0.0:
+        return {**out, "std": 0.0, "t": math.copysign(math.inf, mean) if mean else 0.0, "p": 0.0 if mean else 1.0}
+    t = mean / (std / math.sqrt(n))
+    return {**out, "std": std, "t": t, "p": float(2 * stats.t.sf(abs(t), n - 1))}

@@ -22,7 +22,7 @@ from typing import Any
 
 from jaxml.progress import format_duration
 
-VERDICT_ORDER = ("holds", "does not hold", "not comparable")
+VERDICT_ORDER = ("holds", "suggestive", "does not hold", "not comparable")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 
 
@@ -114,7 +114,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1.5em; m
 table { border-collapse: collapse; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; font-size: 14px; }
 th { background: #f2f2f2; }
-.holds { background: #dff3df; } .does-not-hold { background: #f8dcdc; }
+.holds { background: #dff3df; } .suggestive { background: #f4f1d0; } .does-not-hold { background: #f8dcdc; }
 .not-comparable { background: #eeeeee; } .failed { background: #f4b8b8; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
 iframe { width: 100%; height: 420px; border: 1px solid #ddd; }

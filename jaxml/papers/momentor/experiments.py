@@ -19,7 +19,9 @@ import numpy as np
 
 from jaxml import progress
 from jaxml.core import registry
-from jaxml.core.experiment import Claim, Result, Rows, gather_parts, make_workdir, pyplot, save_figure, verdict
+from jaxml.core.experiment import (DOES_NOT_HOLD, HOLDS, NOT_COMPARABLE, SUGGESTIVE, Claim, Result, Rows, gather_parts,
+                                   make_workdir, paired_verdict, pyplot, save_figure)
+from jaxml.core.metrics import paired_t_test
 from jaxml.core.train import stage_config, train_and_evaluate
 from jaxml.data.pipeline import ArraySource
 from jaxml.papers.momentor import encoder, engine, metrics as metrics_lib, model, text, tpm
@@ -89,7 +91,8 @@ def train_variant(config, data: dict, encoding: str, seed: int, workdir: pathlib
                              vocab, encoding, config.num_frames)
         test_ex = engine.make_examples(data["test"], formats[stage], seed=seed)[:config.eval_examples]
         test = stage_source(data["test"], data["test_features"], test_ex, vocab, encoding, config.num_frames)
-        task = model.MomentorTask(spec, train, {"test": test}, start_params=params)
+        task = model.MomentorTask(spec, train, {"test": test}, start_params=params,
+                                  loss_weighting=config.get("loss_weighting", "video"))
         loop = stage_config(steps=steps, batch_size=config.batch_size, learning_rate=config.learning_rate, seed=seed,
                             eval_batch_size=64)
         outcome = train_and_evaluate(loop, workdir / stage, task=task)
@@ -163,7 +166,7 @@ def aggregate(per_run: dict[str, dict[str, float]], encodings, seeds) -> dict[st
     """`<encoding>/<metric>` mean and `<encoding>/<metric>_std` (sample std over seeds, 0 for one seed);
     for the grounding metrics also the paired differences to Momentor's encoding, seed by seed (the
     same seed gives every encoding the same initialisation and batch order):
-    `paired/propagate_minus_<encoding>/<metric>` (mean), `..._std` and `..._positive` (the share of
+    `paired/propagate_minus_<encoding>/<metric>` (mean), `..._std`, `..._p` (paired t-test) and `..._positive` (the share of
     seeds where the difference is above 0)."""
     out = {}
     for enc in encodings:
@@ -178,14 +181,23 @@ def aggregate(per_run: dict[str, dict[str, float]], encodings, seeds) -> dict[st
             if enc == "propagate":
                 continue
             for k in SUMMARY[:4]:
-                if k not in per_run[f"propagate/seed{seeds[0]}"]:
+                d = paired_differences(per_run, enc, k, seeds)
+                if d is None:
                     continue
-                d = np.asarray([per_run[f"propagate/seed{s}"][k] - per_run[f"{enc}/seed{s}"][k] for s in seeds])
+                test = paired_t_test(d)
                 key = f"paired/propagate_minus_{enc}/{k}"
-                out[key] = float(d.mean())
-                out[key + "_std"] = float(d.std(ddof=1)) if len(d) > 1 else 0.0
-                out[key + "_positive"] = float((d > 0).mean())
+                out[key] = test["mean"]
+                out[key + "_std"] = test["std"]
+                out[key + "_positive"] = test["positive"]
+                out[key + "_p"] = test["p"]
     return out
+
+
+def paired_differences(per_run: dict, baseline: str, key: str, seeds) -> np.ndarray | None:
+    """Momentor's encoding minus `baseline` on `key`, seed by seed ([seeds]; None where not measured)."""
+    if any(key not in per_run.get(f"{e}/seed{s}", {}) for e in ("propagate", baseline) for s in seeds):
+        return None
+    return np.asarray([per_run[f"propagate/seed{s}"][key] - per_run[f"{baseline}/seed{s}"][key] for s in seeds])
 
 
 def _pm(metrics, key, pct=True):
@@ -210,7 +222,8 @@ def table_markdown(metrics: dict, encodings, n: dict, seeds) -> str:
         lines.append("Paired by seed (same initialisation and batch order), mIoU of Momentor's encoding minus: " + "; ".join(
             f"{ENCODING_LABELS[e]} {100 * metrics[f'paired/propagate_minus_{e}/grounding/miou']:+.1f} ± "
             f"{100 * metrics[f'paired/propagate_minus_{e}/grounding/miou_std']:.1f} points (above 0 in "
-            f"{metrics[f'paired/propagate_minus_{e}/grounding/miou_positive']:.0%} of seeds)" for e in pairs) + ".")
+            f"{metrics[f'paired/propagate_minus_{e}/grounding/miou_positive']:.0%} of seeds, paired t-test p = "
+            f"{metrics[f'paired/propagate_minus_{e}/grounding/miou_p']:.2g})" for e in pairs) + ".")
         lines.append("")
     lines.append(f"Percent, mean ± std over seeds {tuple(seeds)}; held-out videos: {n['videos']}; grounding queries "
                  f"{n['grounding']}, captioning {n['captioning']}, sequencing {n['sequencing']}, highlight "
@@ -237,40 +250,45 @@ def plot_encodings(metrics: dict, encodings, path: pathlib.Path) -> pathlib.Path
     return save_figure(fig, path)
 
 
-def encoding_claims(metrics: dict, encodings, config) -> list[Claim]:
+_VERDICT_RANK = {DOES_NOT_HOLD: 0, NOT_COMPARABLE: 1, SUGGESTIVE: 2, HOLDS: 3}
+
+
+def encoding_claims(metrics: dict, per_run: dict, encodings, config) -> list[Claim]:
     """Momentor's claims at our scale: the continuous temporal token space (interpolation + neighbour
-    propagation) grounds better than discrete temporal tokens and than timestamps as text."""
+    propagation) grounds better than discrete temporal tokens and than timestamps as text.
+
+    Each comparison's verdict is `paired_verdict` on the per-seed mIoU differences (a paired t-test;
+    'holds' needs at least `MIN_SEEDS` seeds and p < 0.05, 'suggestive' below that); a claim over two
+    baselines takes the weaker of the two verdicts. A tiny run is not comparable."""
     tiny = config.scale == "tiny"
+    seeds = tuple(config.seeds)
     out = []
     others = [e for e in ("discrete", "text") if e in encodings]
-    holds = None
-    paired = lambda e, k: metrics.get(f"paired/propagate_minus_{e}/grounding/{k}", float("nan"))
-    if "propagate" in encodings and others and not tiny:
-        # better on average on both measures, and in every seed on mIoU (paired by seed)
-        holds = all(paired(e, "miou") > 0 and paired(e, "r1_iou0.5") > 0 and paired(e, "miou_positive") == 1.0
-                    for e in others)
+    def judge(baseline):
+        d = paired_differences(per_run, baseline, "grounding/miou", seeds)
+        return (NOT_COMPARABLE, "") if tiny or d is None else paired_verdict(100 * d)
+
+    judged = {e: judge(e) for e in encodings if e != "propagate"} if "propagate" in encodings else {}
+    main = [judged[e][0] for e in others if e in judged]
     out.append(Claim(
         "The TPM's continuous temporal tokens (interpolation + neighbour propagation) ground events in time "
         "more precisely than discrete temporal tokens or timestamps written as text",
         ours="R@1 IoU 0.5 / mIoU on held-out videos (percent, mean ± std over seeds): " + "; ".join(
             f"{ENCODING_LABELS[e]} {_pm(metrics, f'{e}/grounding/r1_iou0.5')} / {_pm(metrics, f'{e}/grounding/miou')}"
-            for e in encodings) + ("; mIoU difference of Momentor's encoding, paired by seed: " + ", ".join(
-                f"vs {ENCODING_LABELS[e]} {100 * paired(e, 'miou'):+.1f} ± {100 * paired(e, 'miou_std'):.1f} "
-                f"(above 0 in {paired(e, 'miou_positive'):.0%} of seeds)" for e in encodings if e != "propagate")
-                if "propagate" in encodings and len(encodings) > 1 else ""),
+            for e in encodings) + ("; mIoU points of Momentor's encoding minus each baseline, " + "; ".join(
+                f"vs {ENCODING_LABELS[e]} {judged[e][1]}" for e in judged if judged[e][1])
+                if any(w for _, w in judged.values()) else ""),
         paper=f"Momentor zero-shot on Charades-STA: R@1 IoU 0.5 {PAPER['charades_r1_iou0.5']}, mIoU "
               f"{PAPER['charades_miou']} (the paper's ablations credit the TPM)",
-        verdict=verdict(holds)))
-    if {"propagate", "interpolate"} <= set(encodings):
-        d, sd = paired("interpolate", "miou"), paired("interpolate", "miou_std")
+        verdict=min(main, key=_VERDICT_RANK.get) if main else NOT_COMPARABLE))
+    if "interpolate" in judged:
         out.append(Claim(
             "Neighbouring token propagation improves on interpolation alone",
             ours=f"mIoU {_pm(metrics, 'propagate/grounding/miou')} with propagation vs "
-                 f"{_pm(metrics, 'interpolate/grounding/miou')} without; paired by seed {100 * d:+.1f} ± {100 * sd:.1f} "
-                 f"points, above 0 in {paired('interpolate', 'miou_positive'):.0%} of seeds",
+                 f"{_pm(metrics, 'interpolate/grounding/miou')} without"
+                 + (f"; {judged['interpolate'][1]}" if judged["interpolate"][1] else ""),
             paper="the paper reports propagation helps (no separate number in the anchors)",
-            verdict=verdict(None if tiny or len(config.seeds) < 2 else
-                            d > 0 and paired("interpolate", "miou_positive") == 1.0)))
+            verdict=judged["interpolate"][0]))
     return out
 
 
@@ -304,14 +322,15 @@ def encodings_experiment(config, workdir) -> Result:
     progress.log("\n" + table)
     figures = [plot_encodings(metrics, config.encodings, workdir / "momentor_encodings.png")]
     head = "propagate/grounding/miou" if "propagate" in config.encodings else f"{config.encodings[0]}/grounding/miou"
-    return Result(metrics=metrics, headline=head, claims=encoding_claims(metrics, config.encodings, config),
+    return Result(metrics=metrics, headline=head, claims=encoding_claims(metrics, per_run, config.encodings, config),
                   figures=figures,
                   reference={"propagate/grounding/r1_iou0.5": PAPER["charades_r1_iou0.5"] / 100,
                              "propagate/grounding/miou": PAPER["charades_miou"] / 100},
                   notes=f"data engine: {len(data['train'])} training / {len(data['test'])} held-out videos, "
                         f"{config.num_frames} frames and temporal tokens, {n_events} held-out events; "
                         f"stages {dict(zip(STAGES, config.stage_steps))} steps of batch {config.batch_size}; "
-                        f"seeds {tuple(config.seeds)}; the paper's numbers are Charades-STA / QVHighlights, "
+                        f"seeds {tuple(config.seeds)}; loss weighted per {config.get('loss_weighting', 'video')}; "
+                        f"the paper's numbers are Charades-STA / QVHighlights, "
                         "for orientation only")
 
 

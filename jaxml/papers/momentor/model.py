@@ -7,7 +7,7 @@ embeddings enter through `llama.hidden_states(delta=...)`, so the shared model i
 The logits are [text vocabulary V | M temporal tokens]: hidden @ [E_text; E_out']^T.
 
 `MomentorTask` trains it with the one loop (cross-entropy against one-hot word targets and soft or
-one-hot temporal targets); `generate` decodes greedily, feeding a generated temporal token back as
+one-hot temporal targets, weighted per video as the official code by default); `generate` decodes greedily, feeding a generated temporal token back as
 the interpolated embedding of its decoded position (or the token's own row for 'discrete').
 """
 
@@ -116,12 +116,33 @@ def token_losses(params, spec: ModelSpec, batch):
     return jnp.where(batch["target_kind"] > 0, ce, 0.0), lg
 
 
-def sequence_loss(params, spec: ModelSpec, batch):
-    """(mean cross-entropy over the batch's answer tokens, metrics: word accuracy and the mean
-    |decoded - target| temporal position at time targets, in token units)."""
+LOSS_WEIGHTINGS = ("video", "token")
+
+
+def check_loss_weighting(weighting: str) -> str:
+    if weighting not in LOSS_WEIGHTINGS:
+        raise ValueError(f"loss weighting {weighting!r} is not known; accepted: {', '.join(LOSS_WEIGHTINGS)} "
+                         "('video': each example's mean over its answer tokens, averaged over the batch, as the "
+                         "official momentor.py; 'token': the mean over all answer tokens of the batch)")
+    return weighting
+
+
+def sequence_loss(params, spec: ModelSpec, batch, weighting: str = "video"):
+    """(the batch's cross-entropy, metrics: word accuracy and the mean |decoded - target| temporal
+    position at time targets, in token units).
+
+    weighting='video' (official, `momentor.py:254-257, 263`): each example's mean over its answer
+    tokens, then the mean over examples (the release sums over its per-device batch of 4 and DDP
+    averages devices: the same up to that constant factor, which Adam absorbs); 'token': the mean
+    over all answer tokens of the batch, so long answers weigh more."""
     ce, lg = token_losses(params, spec, batch)
     kind = batch["target_kind"]
-    loss = ce.sum() / jnp.maximum((kind > 0).sum(), 1)
+    if check_loss_weighting(weighting) == "video":
+        n = (kind > 0).sum(-1)
+        per_example = ce.sum(-1) / jnp.maximum(n, 1)
+        loss = jnp.where(n > 0, per_example, 0.0).sum() / jnp.maximum((n > 0).sum(), 1)
+    else:
+        loss = ce.sum() / jnp.maximum((kind > 0).sum(), 1)
     word_ok = jnp.argmax(lg[..., :spec.vocab_size], -1) == batch["target_id"]
     probs = jax.nn.softmax(lg[..., spec.vocab_size:], -1)
     err = jnp.abs(tpm.decode_position(probs, spec.encoding != "discrete") - batch["target_pos"])
@@ -143,12 +164,16 @@ class MomentorTask:
     """One training stage of the video LLM as a Task of the one loop.
 
     Batches: `text.encode` rows plus `features` [B, M, F]. `start_params`: the previous stage's
-    params (None: a fresh init)."""
+    params (None: a fresh init). `loss_weighting`: see `sequence_loss`."""
 
     spec: ModelSpec
     train_source: Source
     eval_sources: dict
     start_params: dict | None = None
+    loss_weighting: str = "video"
+
+    def __post_init__(self):
+        check_loss_weighting(self.loss_weighting)
 
     def init(self, rng, batch):
         if self.start_params is not None:
@@ -156,7 +181,7 @@ class MomentorTask:
         return init_params(rng, self.spec)
 
     def loss(self, params, batch, rng):
-        return sequence_loss(params, self.spec, batch)
+        return sequence_loss(params, self.spec, batch, self.loss_weighting)
 
     def evaluate(self, params, batch):
         return example_metrics(params, self.spec, batch)

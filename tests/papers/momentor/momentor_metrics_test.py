@@ -285,3 +285,29 @@ def test_aggregate_pairs_encodings_by_seed():
     assert out["paired/propagate_minus_discrete/grounding/miou"] == pytest.approx((0.1 - 0.05) / 2)
     assert out["paired/propagate_minus_discrete/grounding/miou_std"] == pytest.approx(np.std([0.1, -0.05], ddof=1))
     assert out["paired/propagate_minus_discrete/grounding/miou_positive"] == 0.5
+
+
+def test_encoding_claims_take_their_verdict_from_the_paired_test():
+    """3 seeds with gains in every seed are 'suggestive' (the guard wants 5 seeds and p < 0.05); 5 seeds with
+    consistent gains hold; a loss in the mean does not hold; tiny runs are not comparable."""
+    import types
+
+    from jaxml.papers.momentor.experiments import aggregate, encoding_claims
+
+    def claims(gains, scale="full"):
+        seeds = tuple(range(len(gains)))
+        runs = {}
+        for s, g in zip(seeds, gains):
+            runs[f"discrete/seed{s}"] = {"grounding/miou": 0.5, "grounding/r1_iou0.5": 0.5}
+            runs[f"text/seed{s}"] = {"grounding/miou": 0.4, "grounding/r1_iou0.5": 0.4}
+            runs[f"propagate/seed{s}"] = {"grounding/miou": 0.5 + g, "grounding/r1_iou0.5": 0.5 + g}
+        encodings = ("discrete", "propagate", "text")
+        config = types.SimpleNamespace(scale=scale, seeds=seeds)
+        return encoding_claims(aggregate(runs, encodings, seeds), runs, encodings, config)
+
+    # the README's 3-seed result: +6.4 ± 6.4 mIoU points (0.0, 6.4, 12.8): t = sqrt(3), p = 0.225
+    c = claims([0.0, 0.064, 0.128])[0]
+    assert c.verdict == "suggestive" and "p = 0.23" in c.ours and "needs 5 seeds" in c.ours
+    assert claims([0.05, 0.06, 0.07, 0.05, 0.06])[0].verdict == "holds"
+    assert claims([0.05, -0.08, 0.01])[0].verdict == "does not hold"
+    assert claims([0.05, 0.06, 0.07], scale="tiny")[0].verdict == "not comparable"

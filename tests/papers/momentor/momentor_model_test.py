@@ -188,3 +188,42 @@ def test_greedy_generation_agrees_with_a_teacher_forced_forward(videos, vocab, e
 def test_spec_rejects_an_unknown_encoding(vocab):
     with pytest.raises(ValueError, match="accepted"):
         dataclasses.replace(_spec(vocab), encoding="digits")
+
+
+def test_loss_weighting_per_video_as_the_official_code_or_per_token(videos, vocab):
+    """'video' (momentor.py:254-257): each example's mean over its answer tokens, then the mean over
+    examples; 'token': one mean over every answer token of the batch. Both against numpy sums of the
+    per-position losses, on a batch whose examples have different answer lengths (so they differ)."""
+    spec = _spec(vocab, "propagate")
+    params = model.init_params(jax.random.PRNGKey(2), spec)
+    _, batch, feats = _batch(videos, vocab, "propagate", tasks=("grounding", "dense"))
+    batch = {**batch, "features": jnp.asarray(feats)}
+    ce = np.asarray(jax.jit(model.token_losses, static_argnums=1)(params, spec, batch)[0], np.float64)
+    kind = np.asarray(batch["target_kind"])
+    lengths = (kind > 0).sum(1)
+    assert len(set(lengths.tolist())) > 1
+    per_video = np.mean([ce[r][kind[r] > 0].mean() for r in range(len(ce))])
+    per_token = ce[kind > 0].mean()
+    assert abs(per_video - per_token) > 1e-4 * per_token     # 10x the tolerance below
+    video, _ = model.sequence_loss(params, spec, batch, "video")
+    token, _ = model.sequence_loss(params, spec, batch, "token")
+    np.testing.assert_allclose([float(video), float(token)], [per_video, per_token], rtol=1e-5)
+    # an example with no answer token (a padding row) counts in neither
+    pad = {k: (jnp.concatenate([v, jnp.zeros_like(v[:1])]) if k != "features" else jnp.concatenate([v, v[:1]]))
+           for k, v in batch.items()}
+    np.testing.assert_allclose(float(model.sequence_loss(params, spec, pad, "video")[0]), per_video, rtol=1e-5)
+    with pytest.raises(ValueError, match="loss weighting 'batch' is not known; accepted: video, token"):
+        model.sequence_loss(params, spec, batch, "batch")
+    with pytest.raises(ValueError, match="accepted: video, token"):
+        model.MomentorTask(spec, None, {}, loss_weighting="sum")
+
+
+def test_soft_target_at_an_integer_position_is_one_hot():
+    """At an integer position (t = 0, t = T, or a timestamp on a token) floor = ceil: our soft target is the
+    one-hot the paper intends. The release's writes (momentor.py:248-250: floor <- 1 - r, then ceil <- r)
+    would leave that entry 0, an all-zero target row (README, differences from the official code)."""
+    got = np.asarray(tpm.soft_targets(jnp.asarray([0.0, 3.0, 5.0, 2.25]), 6))
+    want = np.zeros((4, 6))
+    want[0, 0] = want[1, 3] = want[2, 5] = 1.0
+    want[3, 2], want[3, 3] = 0.75, 0.25
+    np.testing.assert_array_equal(got, want)
