@@ -22,6 +22,7 @@ Patches are numbered row-major over the [H // patch_size, W // patch_size] grid.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import flax.linen as nn
@@ -124,20 +125,23 @@ class SelfAttention(nn.Module):
 class MLP(nn.Module):
     """Linear -> GELU (through `ops.activation`) -> Linear, [batch, len, d] -> [batch, len, d].
 
-    `logical_axes` annotates the kernels 'embed' -> 'mlp' -> 'embed'."""
+    `logical_axes` annotates the kernels 'embed' -> 'mlp' -> 'embed'. `exact_gelu` takes the erf form
+    of GELU (torch's `nn.GELU()`, timm's ViTs) instead of flax's default tanh approximation."""
 
     hidden: int
     dropout: float = 0.0
     ops: Ops = DEFAULT_OPS
     use_bias: bool = True
     logical_axes: bool = False
+    exact_gelu: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool = False) -> jax.Array:
         axes = (lambda a: a) if self.logical_axes else (lambda a: None)
         h = Linear(self.hidden, use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("embed", "mlp")),
                    name="fc_in")(x)
-        h = self.ops.activation(nn.gelu, h)
+        gelu = functools.partial(nn.gelu, approximate=False) if self.exact_gelu else nn.gelu
+        h = self.ops.activation(gelu, h)
         h = nn.Dropout(self.dropout, deterministic=not train)(h)
         return Linear(x.shape[-1], use_bias=self.use_bias, ops=self.ops, kernel_axes=axes(("mlp", "embed")),
                       name="fc_out")(h)
@@ -147,7 +151,7 @@ class EncoderBlock(nn.Module):
     """Pre-norm transformer block: x + attn(LN(x), mask), then x + MLP(LN(x)).
 
     `use_bias=False` drops the biases of every Linear (AIM); `logical_axes` annotates the kernels
-    for sharding over the `model` mesh axis (see `SelfAttention`, `MLP`)."""
+    for sharding over the `model` mesh axis (see `SelfAttention`, `MLP`); `exact_gelu` as in `MLP`."""
 
     heads: int
     mlp_hidden: int
@@ -156,13 +160,14 @@ class EncoderBlock(nn.Module):
     ops: Ops = DEFAULT_OPS
     use_bias: bool = True
     logical_axes: bool = False
+    exact_gelu: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool = False, mask: jax.Array | None = None) -> jax.Array:
         h = SelfAttention(self.heads, self.ops, self.use_bias, self.logical_axes, name="attn")(
             LayerNorm(self.norm_eps, self.ops, name="attn_norm")(x), mask)
         x = x + nn.Dropout(self.dropout, deterministic=not train)(h)
-        h = MLP(self.mlp_hidden, self.dropout, self.ops, self.use_bias, self.logical_axes, name="mlp")(
+        h = MLP(self.mlp_hidden, self.dropout, self.ops, self.use_bias, self.logical_axes, self.exact_gelu, name="mlp")(
             LayerNorm(self.norm_eps, self.ops, name="mlp_norm")(x), train=train)
         return x + nn.Dropout(self.dropout, deterministic=not train)(h)
 

@@ -193,3 +193,19 @@ def test_integer_images_and_bad_relevance_are_clear_errors():
         patches_to_pixels(jnp.zeros((2, 5)), (8, 12), 4)
     with pytest.raises(ValueError, match=r"\[batch, n_patches\]"):
         patches_to_pixels(jnp.zeros((6,)), (8, 12), 4)
+
+
+def test_exact_gelu_is_the_erf_form():
+    import math
+
+    from jaxml.models.vit import MLP
+    x = jax.random.normal(jax.random.PRNGKey(0), (2, 3, 4)) * 3
+    mlp = MLP(8, exact_gelu=True)
+    p = mlp.init(jax.random.PRNGKey(1), x)["params"]
+    h = np.asarray(x) @ np.asarray(p["fc_in"]["kernel"]) + np.asarray(p["fc_in"]["bias"])
+    erf = np.vectorize(math.erf)
+    g = 0.5 * h * (1 + erf(h / math.sqrt(2)))                        # torch's nn.GELU()
+    want = g @ np.asarray(p["fc_out"]["kernel"]) + np.asarray(p["fc_out"]["bias"])
+    np.testing.assert_allclose(np.asarray(mlp.apply({"params": p}, x)), want, rtol=1e-5, atol=1e-5)
+    tanh = np.asarray(MLP(8).apply({"params": p}, x))                # the default tanh form differs
+    assert np.abs(tanh - want).max() > 1e-5

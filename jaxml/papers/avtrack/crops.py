@@ -13,8 +13,10 @@ Degenerate inputs (documented behaviour, tested in tests/papers/avtrack):
     side is computed, so a degenerate box gives a small crop, never a division by zero. Non-finite
     boxes raise ValueError.
   * Boxes partly or wholly outside the frame, and frames smaller than the crop: the crop is taken
-    as if the frame were padded with its mean colour (OSTrack pads with the mean too), so the
-    output is always `out_size x out_size` and the maps stay exact affine maps.
+    as if the frame were padded with black (`pad='zero'`, as the release's `sample_target`,
+    `cv.copyMakeBorder(..., cv.BORDER_CONSTANT)` with value 0), or with the frame's mean colour
+    (`pad='mean'`, ours before), so the output is always `out_size x out_size` and the maps stay
+    exact affine maps.
 """
 
 from __future__ import annotations
@@ -73,7 +75,11 @@ def crop_side(box, factor: float) -> float:
     return float(math.ceil(math.sqrt(w * h) * factor))
 
 
-def sample_target(frame, box, factor: float, out_size: int, *, center=None) -> tuple[np.ndarray, CropTransform]:
+PADS = ("zero", "mean")
+
+
+def sample_target(frame, box, factor: float, out_size: int, *, center=None,
+                  pad: str = "zero") -> tuple[np.ndarray, CropTransform]:
     """Crops the square of side `crop_side(box, factor)` centred on `box` (or on `center`, (cx, cy)).
 
     Args:
@@ -83,11 +89,14 @@ def sample_target(frame, box, factor: float, out_size: int, *, center=None) -> t
       out_size: side of the output crop in pixels.
       center: optional crop centre (cx, cy) in frame pixels instead of the box centre (jittered
         search crops in training).
+      pad: the colour outside the frame: 'zero' (black, as released) or 'mean' (the frame's mean).
     Returns:
       crop float32 [out_size, out_size, 3] in [0, 1], and the CropTransform frame <-> crop.
     """
     f = check_frame(frame)
     b = check_box(box)
+    if pad not in PADS:
+        raise ValueError(f"sample_target: pad={pad!r}; accepted {PADS}")
     if factor <= 0 or out_size < 1:
         raise ValueError(f"sample_target: factor must be > 0 and out_size >= 1, got {factor}, {out_size}")
     side = crop_side(b, factor)
@@ -98,12 +107,12 @@ def sample_target(frame, box, factor: float, out_size: int, *, center=None) -> t
     x0, y0 = cx - side / 2, cy - side / 2
     scale = out_size / side
     img = f.astype(np.float32) / 255.0 if f.dtype == np.uint8 else f.astype(np.float32)
-    mean = cv2.mean(img)[:3]              # 2 us; numpy's mean over the frame took 300
+    border = cv2.mean(img)[:3] if pad == "mean" else (0.0, 0.0, 0.0)   # cv2.mean: 2 us; numpy's took 300
     # Affine map frame -> crop; pixel centres follow the half-pixel convention of cv2.
     m = np.array([[scale, 0.0, -x0 * scale + 0.5 * scale - 0.5],
                   [0.0, scale, -y0 * scale + 0.5 * scale - 0.5]], dtype=np.float64)
     crop = cv2.warpAffine(img, m, (out_size, out_size), flags=cv2.INTER_LINEAR,
-                          borderMode=cv2.BORDER_CONSTANT, borderValue=tuple(float(v) for v in mean))
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=tuple(float(v) for v in border))
     return crop.astype(np.float32), CropTransform(origin=(float(x0), float(y0)), scale=float(scale), side=side)
 
 

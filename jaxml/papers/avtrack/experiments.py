@@ -213,7 +213,12 @@ def load_data(c) -> dict:
     if c.annotated:
         seq = video.load_annotated("vtest_person")
         splits["vtest_person"] = [seq]
-    return {"train": train, "eval": splits, "views": builder_config.views, "default_view": builder_config.default_view}
+    # sequences that cannot give a causal (template, later search) pair are skipped by the sampler: count them
+    skipped = sum(int((np.asarray(s["visible"]) >= 0.5).sum() < 2) for s in train)
+    if skipped:
+        progress.log(f"avtrack: {skipped} of {len(train)} training sequences have fewer than two usable frames "
+                     "(skipped by the pair sampler)")
+    return {"train": train, "skipped_train_sequences": skipped, "eval": splits, "views": builder_config.views, "default_view": builder_config.default_view}
 
 
 def gate_patterns(active: np.ndarray, model) -> dict[str, float]:

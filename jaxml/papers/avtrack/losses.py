@@ -8,13 +8,20 @@ Boxes here are (cx, cy, w, h) or (x, y, w, h) fractions of the search crop, as n
     `generate_heatmap`.
   * `focal_loss`: CenterNet's penalty-reduced focal loss (alpha 2, beta 4), normalised by the
     number of positive cells.
-  * `giou_loss`, `l1_loss`: on the box decoded at the argmax of the predicted score map (OSTrack).
-  * `sparsity_loss`: | mean gate probability over the gated blocks and the batch - zeta | (zeta 0.7).
-  * `mi_inputs` and `jsd_mi_loss`: the view-invariance loss. x = the template map masked to the
-    template box; y = the search map's target cells pasted into an empty template-size canvas at
-    the template box's cells; T(x, y) = `StatisticsNetwork`; negatives pair x rolled by one across
-    the batch with y; L_MI = -(E_joint[-softplus(-T(x, y))] - E_marg[softplus(T(x', y))]) (the
-    Jensen-Shannon estimator of Deep InfoMax), minimised by both T and the tracker.
+  * `giou_loss`, `l1_loss`: on the box decoded at the argmax of the predicted score map (OSTrack),
+    against the ground-truth box clamped to the crop, [0, 1] (`lib/train/actors/avtrack.py:140-141`).
+  * `sparsity_loss` (the released "activeness loss", `lib/models/avtrack/avtrack.py:83-86`): the mean
+    over the batch of | m_b - zeta |, where m_b is sample b's mean gate probability over the gated
+    blocks (zeta 0.7). Each sample is pulled to zeta on its own; `batch_sparsity_loss` (ours, an
+    option) is | batch mean - zeta |, which a batch of mixed samples satisfies.
+  * `mi_inputs` and `jsd_mi_loss`: the view-invariance loss (`avtrack.py::forward_head`). Boxes are
+    read in cells (round(box * grid), negatives to 0, w and h capped at the template grid); the
+    h x w overlap of the two boxes' extents is the region: y = the search map's cells
+    [sy, sy + h) x [sx, sx + w) pasted at the template box's corner (ty, tx) of an empty template-size
+    canvas, x = the template map masked to that same region. T(x, y) = `StatisticsNetwork`;
+    negatives pair y with the next sample's x (x rolled by -1 over the batch);
+    L_MI = -(E_joint[-softplus(-T(x, y))] - E_marg[softplus(T(x', y))]) (the Jensen-Shannon
+    estimator of Deep InfoMax), minimised by both T and the tracker.
 """
 
 from __future__ import annotations
@@ -99,48 +106,62 @@ def giou(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def sparsity_loss(probs: jax.Array, target: float = TARGET_ACTIVATION) -> jax.Array:
-    """|mean(probs) - target| for gate probabilities probs [B, n_gated]; 0 when there are no gates."""
+    """The released activeness loss: mean_b | mean_i probs[b, i] - target | for gate probabilities
+    probs [B, n_gated] (an L1 loss of each sample's mean activation against target); 0 without gates."""
+    if probs.shape[-1] == 0:
+        return jnp.zeros((), probs.dtype)
+    return jnp.mean(jnp.abs(jnp.mean(probs, axis=-1) - target))
+
+
+def batch_sparsity_loss(probs: jax.Array, target: float = TARGET_ACTIVATION) -> jax.Array:
+    """Ours (an option, not the release): | mean over the batch and the gated blocks - target |."""
     if probs.shape[-1] == 0:
         return jnp.zeros((), probs.dtype)
     return jnp.abs(jnp.mean(probs) - target)
 
 
-def box_cells(box_xywh: jax.Array, grid: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Cell range [r0, r1) x [c0, c1) covered by boxes [B, 4] (fractions) on a grid x grid map (>= 1 cell)."""
-    c0 = jnp.clip(jnp.floor(box_xywh[:, 0] * grid), 0, grid - 1)
-    r0 = jnp.clip(jnp.floor(box_xywh[:, 1] * grid), 0, grid - 1)
-    c1 = jnp.clip(jnp.ceil((box_xywh[:, 0] + box_xywh[:, 2]) * grid), c0 + 1, grid)
-    r1 = jnp.clip(jnp.ceil((box_xywh[:, 1] + box_xywh[:, 3]) * grid), r0 + 1, grid)
-    return r0.astype(jnp.int32), r1.astype(jnp.int32), c0.astype(jnp.int32), c1.astype(jnp.int32)
+SPARSITY_LOSSES = {"per_sample": sparsity_loss, "batch": batch_sparsity_loss}
+
+
+def box_cells(box_xywh: jax.Array, grid: int, cap: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """A box [B, 4] (x, y, w, h fractions of its crop) in cells of a grid x grid map, as the release reads
+    it: every coordinate round(v * grid) (half to even, like torch.round), negatives raised to 0, w and h
+    capped at `cap`. Returns int32 (x, y, w, h) [B] each."""
+    c = jnp.maximum(jnp.round(box_xywh * grid), 0).astype(jnp.int32)
+    return c[:, 0], c[:, 1], jnp.minimum(c[:, 2], cap), jnp.minimum(c[:, 3], cap)
+
+
+def _slice_len(start: jax.Array, length: jax.Array, size: int) -> jax.Array:
+    """Length of the slice [start:start + length] of an axis of `size` (Python slicing clips at the end)."""
+    return jnp.maximum(jnp.minimum(start + length, size) - jnp.minimum(start, size), 0)
 
 
 def mi_inputs(template_feat: jax.Array, search_feat: jax.Array, template_box: jax.Array,
               search_box: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The MI loss's (x, y), both [B, Gt, Gt, D].
+    """The MI loss's (x, y), both [B, Gt, Gt, D] (the release's `forward_head`, training branch).
 
-    x: the template map [B, Gt, Gt, D] with the cells outside the template box zeroed.
-    y: the search map [B, F, F, D]'s cells inside the search box, pasted into a zero [Gt, Gt] canvas
-       so that the search box's top-left cell lands on the template box's top-left cell; cells past
-       either box's extent stay zero. Boxes (x, y, w, h) are fractions of their crops.
+    With the boxes in cells (`box_cells`, w and h capped at Gt), h = min(the template box's extent in the
+    Gt x Gt map, the search box's extent in the F x F map), likewise w:
+      y: zeros, with cells [ty, ty + h) x [tx, tx + w) = search cells [sy, sy + h) x [sx, sx + w);
+      x: the template map [B, Gt, Gt, D] with every cell outside [ty, ty + h) x [tx, tx + w) zeroed.
+    A search box wholly outside its crop gives h or w = 0, so x and y are all zero.
     """
-    b, gt = template_feat.shape[0], template_feat.shape[1]
+    gt = template_feat.shape[1]
     f = search_feat.shape[1]
-    tr0, tr1, tc0, tc1 = box_cells(template_box, gt)
-    sr0, sr1, sc0, sc1 = box_cells(search_box, f)
-    rows = jnp.arange(gt)[None, :]
-    tmask_r = (rows >= tr0[:, None]) & (rows < tr1[:, None])
-    tmask_c = (rows >= tc0[:, None]) & (rows < tc1[:, None])
-    tmask = tmask_r[:, :, None] & tmask_c[:, None, :]                     # [B, Gt, Gt]
-    x = template_feat * tmask[..., None]
-    # Canvas cell (u, v) reads search cell (sr0 + u - tr0, sc0 + v - tc0) when that is inside the search box.
-    su = sr0[:, None] + rows - tr0[:, None]                               # [B, Gt]
-    sv = sc0[:, None] + rows - tc0[:, None]
-    ok_u = (su >= sr0[:, None]) & (su < sr1[:, None])
-    ok_v = (sv >= sc0[:, None]) & (sv < sc1[:, None])
-    su_c, sv_c = jnp.clip(su, 0, f - 1), jnp.clip(sv, 0, f - 1)
-    gathered = search_feat[jnp.arange(b)[:, None, None], su_c[:, :, None], sv_c[:, None, :]]   # [B, Gt, Gt, D]
-    ymask = ok_u[:, :, None] & ok_v[:, None, :] & tmask
-    return x, gathered * ymask[..., None]
+    b = template_feat.shape[0]
+    tx, ty, tw, th = box_cells(template_box, gt, gt)
+    sx, sy, sw, sh = box_cells(search_box, f, gt)
+    h = jnp.minimum(_slice_len(ty, th, gt), _slice_len(sy, sh, f))
+    w = jnp.minimum(_slice_len(tx, tw, gt), _slice_len(sx, sw, f))
+    cells = jnp.arange(gt)[None, :]
+    in_r = (cells >= ty[:, None]) & (cells < (ty + h)[:, None])            # [B, Gt]
+    in_c = (cells >= tx[:, None]) & (cells < (tx + w)[:, None])
+    mask = in_r[:, :, None] & in_c[:, None, :]                             # [B, Gt, Gt]
+    # canvas cell (u, v) inside the region reads search cell (sy + u - ty, sx + v - tx)
+    su = jnp.clip(sy[:, None] + cells - ty[:, None], 0, f - 1)
+    sv = jnp.clip(sx[:, None] + cells - tx[:, None], 0, f - 1)
+    gathered = search_feat[jnp.arange(b)[:, None, None], su[:, :, None], sv[:, None, :]]   # [B, Gt, Gt, D]
+    return template_feat * mask[..., None], gathered * mask[..., None]
 
 
 class StatisticsNetwork(nn.Module):

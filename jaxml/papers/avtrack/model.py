@@ -5,9 +5,11 @@
     out = forward(model, params, template, search, gating="hard")   # training path, per-sample skipping
     out = infer(model, params, template, search)                     # inference path, real skipping
 
-One stream (OSTrack): template and search crops are cut into `patch_size` patches, embedded by one
-shared linear layer, given their own learned position embeddings and concatenated into one token
-sequence [B, Nt + Ns, D] that passes through the ViT blocks together (`jaxml.models.vit.EncoderBlock`).
+One stream (OSTrack): template and search crops (floats in [0, 1], normalised with the ImageNet mean
+and std as the release's `Normalize(cfg.DATA.MEAN, cfg.DATA.STD)`) are cut into `patch_size` patches,
+embedded by one shared linear layer, given their own learned position embeddings and concatenated into one token
+sequence [B, Nt + Ns, D] that passes through the ViT blocks together (`jaxml.models.vit.EncoderBlock`,
+with the exact erf GELU of timm's blocks).
 After a final LayerNorm the search tokens, as a [B, F, F, D] map, feed the centre head.
 
 Activation Module (AVTrack's `vision_transformer.py::forward_features`, as released):
@@ -47,6 +49,9 @@ from jaxml.nn.layers import LayerNorm, Linear
 Gating = Literal["hard", "ste", "none"]
 GATINGS = ("hard", "ste", "none")
 THRESHOLD = 0.5
+IMAGENET_MEAN = (0.485, 0.456, 0.406)     # cfg.DATA.MEAN / STD of the release (lib/config/avtrack/config.py)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+PIXEL_NORMS = ("imagenet", "symmetric")
 
 
 class CenterHead(nn.Module):
@@ -80,6 +85,8 @@ class AVTrack(nn.Module):
       always_on: the first blocks that always run (2 in the paper).
       gate_input_grad: True as released (the sparsity loss reaches the earlier blocks through the
         gates' input x); False stops that gradient, so only the gates' own weights learn from it (ours).
+      exact_gelu: the erf GELU of the release's timm blocks (True); False: flax's tanh approximation.
+      pixel_norm: 'imagenet' ((x - mean) / std, as released) or 'symmetric' (2x - 1, ours before).
     """
 
     template_size: int = 32
@@ -93,6 +100,8 @@ class AVTrack(nn.Module):
     gated: bool = True
     always_on: int = 2
     gate_input_grad: bool = True
+    exact_gelu: bool = True
+    pixel_norm: str = "imagenet"
 
     @property
     def template_grid(self) -> int:
@@ -116,13 +125,15 @@ class AVTrack(nn.Module):
                 raise ValueError(f"AVTrack: {what}={s} must be a positive multiple of patch_size={self.patch_size}")
         if self.hidden % self.heads:
             raise ValueError(f"AVTrack: hidden={self.hidden} must be a multiple of heads={self.heads}")
+        if self.pixel_norm not in PIXEL_NORMS:
+            raise ValueError(f"AVTrack: pixel_norm={self.pixel_norm!r}; accepted {PIXEL_NORMS}")
         if not 0 <= self.always_on <= self.layers:
             raise ValueError(f"AVTrack: always_on={self.always_on} must be in [0, layers={self.layers}]")
         d = self.hidden
         self.patch_embed = Linear(d)
         self.pos_template = self.param("pos_template", nn.initializers.normal(0.02), (1, self.template_grid ** 2, d))
         self.pos_search = self.param("pos_search", nn.initializers.normal(0.02), (1, self.search_grid ** 2, d))
-        self.blocks = [EncoderBlock(self.heads, self.mlp_hidden) for _ in range(self.layers)]
+        self.blocks = [EncoderBlock(self.heads, self.mlp_hidden, exact_gelu=self.exact_gelu) for _ in range(self.layers)]
         self.gates = [nn.Dense(1) for _ in self.gated_blocks]     # gates[j] serves block always_on + j
         self.norm = LayerNorm(1e-6)
         self.head = CenterHead(self.head_channels)
@@ -139,9 +150,15 @@ class AVTrack(nn.Module):
     def embed(self, template: jax.Array, search: jax.Array) -> jax.Array:
         """[B, Tt, Tt, 3], [B, S, S, 3] floats in [0, 1] -> tokens [B, Nt + Ns, D] (template first)."""
         self._check(template, search)
-        t = self.patch_embed(image_to_patches(template * 2 - 1, self.patch_size)) + self.pos_template
-        s = self.patch_embed(image_to_patches(search * 2 - 1, self.patch_size)) + self.pos_search
+        t = self.patch_embed(image_to_patches(self.normalize(template), self.patch_size)) + self.pos_template
+        s = self.patch_embed(image_to_patches(self.normalize(search), self.patch_size)) + self.pos_search
         return jnp.concatenate([t, s], axis=1)
+
+    def normalize(self, x: jax.Array) -> jax.Array:
+        """Pixels [..., 3] in [0, 1] -> the network's input (`pixel_norm`)."""
+        if self.pixel_norm == "imagenet":
+            return (x - jnp.asarray(IMAGENET_MEAN, x.dtype)) / jnp.asarray(IMAGENET_STD, x.dtype)
+        return x * 2 - 1
 
     def gate(self, i: int, x: jax.Array) -> jax.Array:
         """p_i [B] for gated block i, from channel 0 of every token of its input x [B, N, D]."""

@@ -5,9 +5,12 @@
     batch["search"]      # float32 [32, 64, 64, 3]  crop of side 4 * sqrt(w' * h') around a jittered box
     batch["search_box"]  # float32 [32, 4]          target (x, y, w, h) in the search crop / search_size
 
-Per pair: a sequence uniformly at random; a template frame among those with visible >= min_visible
-(but the last); a later search frame within `max_gap` frames (OSTrack's 'causal' sampler: when none is
-visible the gap grows by 5 until one is; a sequence with a single usable frame pairs it with itself).
+Per pair: a sequence uniformly at random among those with at least two usable frames (visible >=
+min_visible); a template frame among its usable frames that have a later usable one; a later search
+frame in (template, template + max_gap) (OSTrack's 'causal' sampler, `lib/train/data/sampler.py`: when
+none is usable the gap grows by 5 until one is). A sequence with fewer than two usable frames cannot
+give a causal pair: it is skipped and counted (`skipped_sequences` in the batch; the release's
+sampler draws another sequence), never paired with itself.
 The template crop is centred on the true box. The search crop is taken around OSTrack's jittered box:
 
     jittered_size = size * exp(randn(2) * scale_jitter)
@@ -49,7 +52,7 @@ def jittered_box(box, rng: np.random.Generator, center_jitter: float, scale_jitt
 
 def sample_pairs(sequences, batch: int, rng: np.random.Generator, *, template_size: int = 32,
                  search_size: int = 64, template_factor: float = 2.0, search_factor: float = 4.0,
-                 max_gap: int = 100, center_jitter: float = 3.0, scale_jitter: float = 0.25,
+                 max_gap: int = 200, center_jitter: float = 3.0, scale_jitter: float = 0.25,
                  min_visible: float = 0.5) -> dict:
     """A batch of training pairs from rendered sequences.
 
@@ -59,7 +62,8 @@ def sample_pairs(sequences, batch: int, rng: np.random.Generator, *, template_si
       rng: numpy Generator (all randomness).
       template_size, search_size: output sides in pixels.
       template_factor, search_factor: crop side / sqrt(w * h) (AVTrack: 2 and 4).
-      max_gap: largest search-minus-template frame distance before the gap is widened.
+      max_gap: search frames lie in (template, template + max_gap) before the gap is widened (the
+        release's MAX_SAMPLE_INTERVAL, 200).
       center_jitter, scale_jitter: OSTrack's search-region jitter (see the module docstring).
       min_visible: frames whose visible fraction is below this are used neither as template nor search.
     Returns:
@@ -67,9 +71,10 @@ def sample_pairs(sequences, batch: int, rng: np.random.Generator, *, template_si
            template_box float32 [B, 4] and search_box float32 [B, 4]: the target (x, y, w, h) in the
              crop, divided by the crop's side in pixels,
            search_crop_box float64 [B, 4]: the jittered frame box the search crop was cut around,
-           sequence int32 [B], template_frame int32 [B], search_frame int32 [B]).
+           sequence int32 [B], template_frame int32 [B], search_frame int32 [B],
+           skipped_sequences int: how many sequences had fewer than two usable frames).
     Raises:
-      ValueError: bad sequences or parameters, or no sequence with a frame at visible >= min_visible.
+      ValueError: bad sequences or parameters, or no sequence with two frames at visible >= min_visible.
     """
     _check_sequences(sequences)
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
@@ -81,25 +86,26 @@ def sample_pairs(sequences, batch: int, rng: np.random.Generator, *, template_si
         raise ValueError(f"sample_pairs: max_gap={max_gap} must be >= 1, center_jitter={center_jitter} and "
                          f"scale_jitter={scale_jitter} >= 0")
     valid = [np.flatnonzero(np.asarray(s["visible"]) >= min_visible) for s in sequences]
-    usable = np.array([i for i, v in enumerate(valid) if len(v)])
+    usable = np.array([i for i, v in enumerate(valid) if len(v) >= 2])
     if not len(usable):
-        raise ValueError(f"sample_pairs: no sequence has a frame with visible >= {min_visible}")
+        raise ValueError(f"sample_pairs: no sequence has two frames with visible >= {min_visible} (a template "
+                         "needs a later search frame)")
     out = dict(template=np.empty((batch, template_size, template_size, 3), np.float32),
                search=np.empty((batch, search_size, search_size, 3), np.float32),
                template_box=np.empty((batch, 4), np.float32), search_box=np.empty((batch, 4), np.float32),
                search_crop_box=np.empty((batch, 4), np.float64), sequence=np.empty(batch, np.int32),
-               template_frame=np.empty(batch, np.int32), search_frame=np.empty(batch, np.int32))
+               template_frame=np.empty(batch, np.int32), search_frame=np.empty(batch, np.int32),
+               skipped_sequences=len(sequences) - len(usable))
     for b in range(batch):
         si = int(usable[rng.integers(len(usable))])
         seq, frames_ok = sequences[si], valid[si]
-        # the template has a later usable frame (OSTrack's causal base frame), unless there is only one
-        bases = frames_ok[:-1] if len(frames_ok) > 1 else frames_ok
+        bases = frames_ok[:-1]                     # usable frames with a later usable frame (causal)
         ti = int(bases[rng.integers(len(bases))])
         gap, later = max_gap, np.empty(0, np.int64)
-        while not len(later) and gap < len(seq["frames"]) + 5:   # OSTrack widens the gap by 5 until it finds one
-            later = frames_ok[(frames_ok > ti) & (frames_ok <= ti + gap)]
+        while not len(later):                      # OSTrack widens the gap by 5 until it finds one
+            later = frames_ok[(frames_ok > ti) & (frames_ok < ti + gap)]
             gap += 5
-        fi = int(later[rng.integers(len(later))]) if len(later) else ti
+        fi = int(later[rng.integers(len(later))])
         t_box = np.asarray(seq["boxes"][ti], np.float64)
         s_box = np.asarray(seq["boxes"][fi], np.float64)
         crop, tt = crops.sample_target(seq["frames"][ti], t_box, template_factor, template_size)

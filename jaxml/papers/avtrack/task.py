@@ -5,8 +5,10 @@ Batches are training pairs (`pairs.sample_pairs`):
   search_box, template_box [B, 4]: the target (x, y, w, h) as fractions of each crop.
 
 Params are {"tracker": AVTrack params} plus {"stat": StatisticsNetwork params} when the MI loss is
-on. The loss is `losses.WEIGHTS`-weighted: GIoU + L1 + focal on the centre head, the sparsity loss
-when the model is gated, the JSD MI loss when `mi_weight > 0`.
+on. The loss is `losses.WEIGHTS`-weighted: GIoU + L1 + focal on the centre head (GIoU and L1 against
+the ground-truth box clamped to the crop, as `lib/train/actors/avtrack.py:140-141`), the sparsity
+(activeness) loss when the model is gated (per sample, as released, or `sparsity='batch'`, ours), the
+JSD MI loss when `mi_weight > 0`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class AVTrackTask:
       train_source, eval_sources: Sources of pair batches.
       gating: training path of the gates ('hard' as released, 'ste', or 'none').
       target_activation: zeta of the sparsity loss (0.7).
+      sparsity: 'per_sample' (the released activeness loss, mean_b |m_b - zeta|) or 'batch' (ours:
+        |batch mean - zeta|); see `losses.SPARSITY_LOSSES`.
       mi_weight: weight of the MI loss (released 1e-5; 0 turns it and the statistics network off).
       weights: the other loss weights (`losses.WEIGHTS`).
       stat_hidden: width of the statistics network.
@@ -38,6 +42,7 @@ class AVTrackTask:
     eval_sources: dict
     gating: Gating = "hard"
     target_activation: float = losses.TARGET_ACTIVATION
+    sparsity: str = "per_sample"
     mi_weight: float = 0.0
     weights: tuple = tuple(losses.WEIGHTS.items())
     stat_hidden: int = 512
@@ -47,6 +52,8 @@ class AVTrackTask:
             raise ValueError(f"gating={self.gating!r}; accepted {GATINGS}")
         if not 0.0 <= self.target_activation <= 1.0:
             raise ValueError(f"target_activation={self.target_activation}; accepted a value in [0, 1]")
+        if self.sparsity not in losses.SPARSITY_LOSSES:
+            raise ValueError(f"sparsity={self.sparsity!r}; accepted {tuple(losses.SPARSITY_LOSSES)}")
         if self.mi_weight < 0:
             raise ValueError(f"mi_weight={self.mi_weight}; accepted >= 0")
 
@@ -69,17 +76,18 @@ class AVTrackTask:
         heat = losses.gaussian_heatmap(batch["search_box"], f)
         pred = decode_boxes(out["score"], out["size"], out["offset"]).box
         pred_xyxy = losses.cxcywh_to_xyxy(pred)
-        gt_xyxy = losses.xywh_to_xyxy(batch["search_box"])
+        gt_xyxy = jnp.clip(losses.xywh_to_xyxy(batch["search_box"]), 0.0, 1.0)   # the release clamps to the crop
         g, iou = losses.giou(pred_xyxy, gt_xyxy)
         terms = {"giou": jnp.mean(1 - g), "l1": jnp.mean(jnp.abs(pred_xyxy - gt_xyxy)),
                  "focal": losses.focal_loss(out["score"], heat)}
         if self.model.gated:
-            terms["spar"] = losses.sparsity_loss(out["probs"], self.target_activation)
+            terms["spar"] = losses.SPARSITY_LOSSES[self.sparsity](out["probs"], self.target_activation)
         if self.mi_weight > 0:
             x, y = losses.mi_inputs(out["template_feat"], out["search_feat"], batch["template_box"],
                                     batch["search_box"])
             joint = self.stat.apply({"params": params["stat"]}, x, y)
-            marginal = self.stat.apply({"params": params["stat"]}, jnp.roll(x, 1, axis=0), y)
+            # negatives: x of the next sample (the release's torch.cat([x[1:], x[0:1]]))
+            marginal = self.stat.apply({"params": params["stat"]}, jnp.roll(x, -1, axis=0), y)
             terms["mi"] = losses.jsd_mi_loss(joint, marginal)
         return out, pred, iou, terms
 

@@ -202,7 +202,9 @@ def test_pairs_map_back_to_the_frame_boxes():
     for b in range(24):
         s, ti, si = batch["sequence"][b], batch["template_frame"][b], batch["search_frame"][b]
         seq = seqs[s]
-        assert seq["visible"][ti] >= 0.5 and seq["visible"][si] >= 0.5 and ti < si <= ti + 4
+        assert seq["visible"][ti] >= 0.5 and seq["visible"][si] >= 0.5 and ti < si
+        if si >= ti + 4:   # the gap was widened (by 5 at a time) only because (ti, ti + 4) had no usable frame
+            assert (np.asarray(seq["visible"][ti + 1:ti + 4]) < 0.5).all() and si < ti + 4 + 5 * 20
         crop, t = crops.sample_target(seq["frames"][si], batch["search_crop_box"][b], 4.0, 64)
         np.testing.assert_array_equal(crop, batch["search"][b])
         np.testing.assert_allclose(t.crop_to_frame(batch["search_box"][b] * 64), seq["boxes"][si], atol=1e-3)
@@ -271,3 +273,29 @@ def test_tfds_config_names_and_errors():
         tfds_builder.config_for("tiny", n_val=3)
     with pytest.raises(ValueError, match="split"):
         tfds_builder.load("test_view50", "tiny")
+
+
+def test_pairs_are_causal_and_sequences_without_two_usable_frames_are_skipped_and_counted():
+    rng = np.random.default_rng(3)
+    frames = np.zeros((5, 24, 24, 3), np.uint8)
+    boxes = np.tile([8.0, 8.0, 6.0, 6.0], (5, 1))
+    one_usable = dict(frames=frames, boxes=boxes, visible=np.array([0.0, 1.0, 0.0, 0.0, 0.0]))
+    late = dict(frames=frames, boxes=boxes, visible=np.array([0.0, 0.0, 0.0, 1.0, 1.0]))
+    batch = pairs.sample_pairs([one_usable, late], 16, rng, template_size=8, search_size=16)
+    assert batch["skipped_sequences"] == 1
+    np.testing.assert_array_equal(batch["sequence"], 1)              # never the one-frame sequence
+    np.testing.assert_array_equal(batch["template_frame"], 3)        # the only usable frame with a later one
+    np.testing.assert_array_equal(batch["search_frame"], 4)          # never the template frame itself
+    with pytest.raises(ValueError, match="two frames"):
+        pairs.sample_pairs([one_usable], 2, rng)
+
+
+def test_crops_pad_with_black_as_released_or_with_the_mean():
+    frame = np.full((20, 20, 3), 200, np.uint8)
+    box = [-30.0, -30.0, 4.0, 4.0]                                   # the crop lies wholly outside the frame
+    crop, _ = crops.sample_target(frame, box, 2.0, 8)
+    np.testing.assert_array_equal(crop, 0.0)
+    crop, _ = crops.sample_target(frame, box, 2.0, 8, pad="mean")
+    np.testing.assert_allclose(crop, 200 / 255, atol=1e-6)
+    with pytest.raises(ValueError, match="pad"):
+        crops.sample_target(frame, box, 2.0, 8, pad="edge")

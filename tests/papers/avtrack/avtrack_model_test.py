@@ -173,28 +173,72 @@ def test_focal_loss_analytic():
     np.testing.assert_allclose(float(losses.focal_loss(jnp.asarray(pred), jnp.asarray(target))), expect, rtol=1e-6)
 
 
-def test_sparsity_and_jsd_values():
-    probs = jnp.asarray([[0.2, 0.8, 1.0], [0.6, 0.4, 0.0]])
-    np.testing.assert_allclose(float(losses.sparsity_loss(probs, 0.7)), 0.2, atol=1e-7)
+def test_activeness_loss_is_per_sample_as_released():
+    # Two samples whose mean activations are 0.93 and 0.47 (issue 55): the batch mean is 0.70.
+    probs = jnp.asarray([[0.9, 0.96], [0.5, 0.44]])
+    # released (avtrack.py:83-86): mean_b |m_b - 0.7| = (0.23 + 0.23) / 2
+    np.testing.assert_allclose(float(losses.sparsity_loss(probs, 0.7)), 0.23, atol=1e-6)
+    np.testing.assert_allclose(float(losses.batch_sparsity_loss(probs, 0.7)), 0.0, atol=1e-6)   # ours before
+    # d/dp[b, i] = sign(m_b - 0.7) / (B * n_gated): sample 0 pushed down, sample 1 up
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda p: losses.sparsity_loss(p, 0.7))(probs)),
+                               [[0.25, 0.25], [-0.25, -0.25]], atol=1e-6)
     assert float(losses.sparsity_loss(jnp.zeros((2, 0)), 0.7)) == 0.0
+    with pytest.raises(ValueError, match="sparsity"):
+        AVTrackTask(M.AVTrack(**SMALL), None, {}, sparsity="mean")
+
+
+def test_jsd_values():
     z = jnp.zeros(4)
     np.testing.assert_allclose(float(losses.jsd_mi_loss(z, z)), 2 * np.log(2), rtol=1e-6)
     # A critic that separates joint (T large) from marginal (T small) drives the loss toward 0.
     assert float(losses.jsd_mi_loss(jnp.full(4, 20.0), jnp.full(4, -20.0))) < 1e-6
 
 
-def test_mi_inputs_paste_the_search_box_at_the_template_box():
+def test_mi_inputs_paste_the_overlap_of_the_two_boxes():
     gt, f, d = 4, 8, 1
     tfeat = jnp.arange(gt * gt, dtype=jnp.float32).reshape(1, gt, gt, d) + 100
     sfeat = jnp.arange(f * f, dtype=jnp.float32).reshape(1, f, f, d)
-    tbox = jnp.asarray([[0.25, 0.25, 0.5, 0.5]])         # template cells rows 1-2, cols 1-2
-    sbox = jnp.asarray([[0.5, 0.25, 0.25, 0.25]])        # search cells rows 2-3, cols 4-5
-    x, y = losses.mi_inputs(tfeat, sfeat, tbox, sbox)
+    # template cells x 1, y 1, w 2, h 2; search cells x 4, y 2, w 2, h 2: a 2 x 2 overlap
+    x, y = losses.mi_inputs(tfeat, sfeat, jnp.asarray([[0.25, 0.25, 0.5, 0.5]]), jnp.asarray([[0.5, 0.25, 0.25, 0.25]]))
     x, y = np.asarray(x[0, :, :, 0]), np.asarray(y[0, :, :, 0])
     np.testing.assert_array_equal(x[1:3, 1:3], [[105, 106], [109, 110]])
     assert x.sum() == 105 + 106 + 109 + 110
     np.testing.assert_array_equal(y[1:3, 1:3], [[2 * 8 + 4, 2 * 8 + 5], [3 * 8 + 4, 3 * 8 + 5]])
     assert y.sum() == y[1:3, 1:3].sum()
+    # template x round(0.3 * 4) = 1, y 0, w 3, h 3; search x round(0.625 * 8) = 5, y 1,
+    # w 1, h round(0.3125 * 8) = round(2.5) = 2: the overlap is 2 rows x 1 column, and x is masked to it too
+    x, y = losses.mi_inputs(tfeat, sfeat, jnp.asarray([[0.3, 0.0, 0.75, 0.75]]),
+                            jnp.asarray([[0.625, 0.125, 0.125, 0.3125]]))
+    x, y = np.asarray(x[0, :, :, 0]), np.asarray(y[0, :, :, 0])
+    want_x = np.zeros((gt, gt))
+    want_x[0:2, 1] = [101, 105]
+    np.testing.assert_array_equal(x, want_x)
+    want_y = np.zeros((gt, gt))
+    want_y[0:2, 1] = [1 * 8 + 5, 2 * 8 + 5]
+    np.testing.assert_array_equal(y, want_y)
+
+
+def test_imagenet_normalisation_of_the_inputs():
+    m = M.AVTrack(**SMALL)
+    pix = jnp.asarray([[0.485, 0.456, 0.406], [0.0, 1.0, 0.5]])
+    np.testing.assert_allclose(np.asarray(m.normalize(pix)),
+                               [[0, 0, 0], [-0.485 / 0.229, 0.544 / 0.224, 0.094 / 0.225]], atol=1e-5)
+    np.testing.assert_allclose(np.asarray(M.AVTrack(**SMALL, pixel_norm="symmetric").normalize(pix))[1], [-1, 1, 0])
+
+
+def test_box_losses_use_the_ground_truth_clamped_to_the_crop(setup):
+    m, params, t, s = setup
+    task = AVTrackTask(m, None, {})
+    # a target half outside the search crop: (x, y, w, h) = (-0.2, 0.7, 0.4, 0.5) -> clamped x1y1x2y2 (0, 0.7, 0.2, 1)
+    box = jnp.tile(jnp.asarray([[-0.2, 0.7, 0.4, 0.5]]), (3, 1))
+    batch = example_batch(m, 3) | {"template": t, "search": s, "search_box": box}
+    _, metrics = jax.jit(task.loss)({"tracker": params}, batch, None)
+    out = _forward(m, params, t, s, "hard")
+    pred = np.asarray(M.decode_boxes(out["score"], out["size"], out["offset"]).box, np.float64)
+    pred = np.stack([pred[:, 0] - pred[:, 2] / 2, pred[:, 1] - pred[:, 3] / 2,
+                     pred[:, 0] + pred[:, 2] / 2, pred[:, 1] + pred[:, 3] / 2], 1)
+    gt = np.array([0.0, 0.7, 0.2, 1.0])
+    np.testing.assert_allclose(float(metrics["l1"]), np.abs(pred - gt).mean(), rtol=1e-5)
 
 
 def test_bad_inputs_are_named():

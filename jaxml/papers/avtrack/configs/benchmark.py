@@ -12,10 +12,10 @@ frame (network alone, and the whole tracker). After the zeta ablation, two varia
 straight-through gates (`avtrack_ste`) and gates whose input gradient is stopped (`avtrack_detach`).
 `avtrack_mi_strong` (the MI loss at 1e4 x the released weight) is defined but was not run yet.
 The paper (AVTrack-DeiT, DTB70): precision 84.3, AUC 65.0; its gates are trained to zeta = 0.7.
-Measured (2026-12-02): tiny 13-22 s (plumbing); quick (in reproduce.py:quick, 82 s with the skipping profile):
-AUC near zero after 60 steps, 64% of the blocks run, batch-1 x1.41 measured vs x1.37 predicted; full: 15
-training runs, about 2 h, ungated AUC 47.1 +- 5.0 vs AVTrack 24.7 +- 5.6 at 75% of the blocks (x1.20 measured,
-x1.27 predicted), gate input detached 40.1 +- 0.6; tables in jaxml/papers/avtrack/README.md.
+Measured before issue 55 (batch-form activeness loss): see the README's reference line. Re-measured
+2026-12-07 with the released per-sample activeness loss, baseline and avtrack only, seeds (0, 1), 1500 steps
+(8.3-8.8 min of training per run on shared cores): ungated AUC 43.6 +- 7.5 vs AVTrack 25.9 +- 5.5 at 75% of
+the blocks, one gate pattern on every test frame; the full 15-run config was not re-run.
 """
 
 import ml_collections
